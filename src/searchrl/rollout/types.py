@@ -1,0 +1,40 @@
+"""Records a rollout produces: one `Turn` per generation call, one `Trajectory` per sample."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from searchrl.data.types import Question
+
+FINISH_REASONS = ("answer", "max_turns", "length", "retrieval_error")
+
+
+@dataclass
+class Turn:
+    """One model generation call and what the environment did with it."""
+
+    text: str  # decoded generated text of this turn
+    think: str  # text of the last <think>…</think> in this turn ("" if none)
+    action: str  # "search" | "answer" | "invalid" | "none"
+    query: str | None = None  # the executed search query (after truncation)
+    doc_ids: list[str] = field(default_factory=list)  # retrieved doc ids ([] if no search)
+    docs: list[str] = field(default_factory=list)  # retrieved contents, same order
+    query_truncated: bool = False
+
+
+@dataclass
+class Trajectory:
+    """One sampled episode, token-exact: decoding `response_ids` gives exactly the text the model saw."""
+
+    question: Question
+    group_id: str  # shared by the G samples of one question
+    prompt_ids: list[int]
+    response_ids: list[int]  # sampled and observation tokens, in order
+    response_mask: list[int]  # 1 sampled, 0 observation; same length as response_ids
+    sampling_logprobs: list[float]  # same length; 0.0 on observation tokens
+    turns: list[Turn]
+    answer: str | None  # content of the last <answer> in the sampled text
+    num_searches: int
+    finish_reason: str  # one of FINISH_REASONS
+    reward: float = 0.0  # filled by the reward function
+    extras: dict = field(default_factory=dict)  # em, f1, format_valid, ...
