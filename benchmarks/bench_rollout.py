@@ -1,0 +1,233 @@
+"""Benchmark: rollout throughput of searchrl's engine vs a Search-R1-style loop, with SmolLM2-135M on this CPU.
+
+Run: .venv/bin/python benchmarks/bench_rollout.py [--questions 8] [--group 2] [--turn-tokens 128] [--max-turns 2]
+                                                 [--sizes 1,8,32] [--threads 1] [--repeats 1] [--data DIR]
+
+What it measures (same model, prompts, retriever, sampling T=1.0, in one process):
+
+- **engine**: `RolloutEngine` + `HFBackend` on questions × group trajectories (default 8 × 2 = 16), up to
+  `max_turns` searches + a final turn (default 2 + 1 = 3 turns): generation stops at `</search>`/`</answer>`/EOS,
+  the KV cache is kept across turns (only observation tokens are prefilled), sampled ids are kept as sampled.
+- **Search-R1-style loop** (`search_r1/llm_agent/generation.py::run_llm_loop`, reimplemented faithfully on
+  transformers): each turn re-encodes the whole rolling context (prompt + responses + observations) with
+  `model.generate(max_new_tokens=turn budget)` and no stop strings (rows stop only at EOS), decodes with
+  `skip_special_tokens=True`, cuts the text after the first `</search>` (else `</answer>`), re-tokenises it,
+  appends the observation (token ids cut to `max_obs` tokens), and after the loop runs one more generation
+  without search.
+- **useful tokens/s** = tokens kept in the trajectories (engine: sampled tokens, `response_mask` = 1; loop: the
+  re-tokenised, cut responses) / wall time of the whole rollout (prefill, decode, retrieval, bookkeeping).
+- **encoded tokens**: tokens pushed through the model (prefill + decode), to show the cache reuse.
+- engine tokens/s for batches of `--sizes` trajectories.
+
+Target: engine useful tokens/s >= 2x the loop's. The prompt uses the assistant prefix `<search>` so the 135M
+model actually searches (cpu-feasibility.md §1). Data: the NQ sample in ../shared/data/nq_oracle (questions and
+a BM25 index over its 989 passages).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+from rich.console import Console
+from rich.table import Table
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SEARCHRL_SHARED_DATA", REPO.parent / "shared" / "data"))
+console = Console(stderr=True)
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from searchrl.data import Question  # noqa: E402
+from searchrl.models import load_policy  # noqa: E402
+from searchrl.protocol import (  # noqa: E402
+    INVALID_ACTION_MESSAGE,
+    ProtocolConfig,
+    encode_prompt,
+    parse_action,
+    render_observation,
+)
+from searchrl.rollout import HFBackend, RolloutConfig, RolloutEngine  # noqa: E402
+
+
+def load_questions(folder: Path, n: int) -> list[Question]:
+    rows = [json.loads(line) for line in (folder / "questions.jsonl").open()]
+    return [Question(str(r["id"]), r["question"], list(r["golden_answers"]), "nq") for r in rows[:n]]
+
+
+def load_bm25(folder: Path):
+    from searchrl.retrieval.index import load_retriever
+
+    return load_retriever(folder / "corpus.jsonl", cache=False)
+
+
+# ---------------------------------------------------------------------------- the Search-R1-style baseline
+
+
+def search_r1_loop(model, tok, retriever, protocol: ProtocolConfig, questions: list[Question], group: int,
+                   max_turns: int, turn_tokens: int, max_obs: int, topk: int, seed: int) -> dict:
+    """Search-R1's `run_llm_loop` on transformers `generate`; returns token counts."""
+    torch.manual_seed(seed)
+    prompts = [encode_prompt(q.question, protocol, tok) for q in questions for _ in range(group)]
+    contexts = [list(p) for p in prompts]  # rolling state: re-encoded in full every turn
+    first = [True] * len(prompts)
+    active = [True] * len(prompts)
+    useful = generated = encoded = 0
+    pad = tok.pad_token_id
+
+    def generate(rows: list[int]) -> list[str]:
+        nonlocal generated, encoded
+        width = max(len(contexts[r]) for r in rows)
+        ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, width - len(contexts[r]):] = torch.tensor(contexts[r])
+            mask[i, width - len(contexts[r]):] = 1
+        encoded += int(mask.sum())
+        with torch.inference_mode():
+            out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=turn_tokens, do_sample=True,
+                                 temperature=1.0, top_p=1.0, top_k=0, pad_token_id=pad,
+                                 eos_token_id=tok.eos_token_id)
+        new = out[:, width:]
+        generated += int((new != pad).sum()) + int((new == tok.eos_token_id).any(dim=1).sum())
+        encoded += new.shape[1] * len(rows)  # the batch steps until its longest row is done
+        texts = tok.batch_decode(new, skip_special_tokens=True)
+        # _postprocess_responses: cut after the first </search>, else after the first </answer>.
+        return [t.split("</search>")[0] + "</search>" if "</search>" in t
+                else t.split("</answer>")[0] + "</answer>" if "</answer>" in t else t for t in texts]
+
+    for step in range(max_turns + 1):
+        rows = [r for r in range(len(prompts)) if active[r]]
+        if not rows:
+            break
+        final = step == max_turns
+        texts = generate(rows)
+        searches: list[tuple[int, str]] = []
+        for r, text in zip(rows, texts):
+            resp_ids = tok(text, add_special_tokens=False)["input_ids"]  # re-tokenised: what would be trained
+            useful += len(resp_ids)
+            contexts[r] += resp_ids
+            action = parse_action((protocol.assistant_prefix if first[r] else "") + text)
+            first[r] = False
+            if action.kind == "answer" or final:
+                active[r] = False
+            elif action.kind == "search":
+                searches.append((r, action.content))
+            else:
+                contexts[r] += tok(INVALID_ACTION_MESSAGE, add_special_tokens=False)["input_ids"]
+        if searches:
+            results = retriever.search([q for _, q in searches], topk=topk)
+            for (r, _), hits in zip(searches, results):
+                obs_ids = tok(render_observation(hits), add_special_tokens=False)["input_ids"][:max_obs]
+                contexts[r] += obs_ids
+    return {"useful": useful, "generated": generated, "encoded": encoded}
+
+
+# ---------------------------------------------------------------------------- the engine
+
+
+def run_engine(model, tok, retriever, protocol, questions, group, max_turns, turn_tokens, max_obs, topk, seed) -> dict:
+    backend = HFBackend(model, tok)
+    cfg = RolloutConfig(max_turns=max_turns, max_turn_tokens=turn_tokens, max_obs_tokens=max_obs, topk=topk,
+                        temperature=1.0, seed=seed)
+    trajs = RolloutEngine(backend, tok, retriever, protocol, cfg).run(questions, group)
+    useful = sum(sum(t.response_mask) for t in trajs)
+    return {
+        "useful": useful,
+        "generated": useful,
+        "encoded": backend.stats["prefill_tokens"] + backend.stats["decode_tokens"],
+        "searches": sum(t.num_searches for t in trajs),
+        "finish": {r: sum(t.finish_reason == r for t in trajs) for r in ("answer", "max_turns", "length",
+                                                                       "retrieval_error")},
+    }
+
+
+def timed(fn, *args) -> tuple[dict, float]:
+    start = time.perf_counter()
+    result = fn(*args)
+    return result, time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--questions", type=int, default=8)
+    parser.add_argument("--group", type=int, default=2)
+    parser.add_argument("--turn-tokens", type=int, default=128)
+    parser.add_argument("--max-turns", type=int, default=2)
+    parser.add_argument("--max-obs", type=int, default=200)
+    parser.add_argument("--topk", type=int, default=3)
+    parser.add_argument("--sizes", default="1,8,32", help="engine batch sizes (trajectories) to time")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1 is faster on a busy CPU)")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--data", type=Path, default=SHARED / "nq_oracle")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = parser.parse_args()
+    if not (args.data / "corpus.jsonl").is_file():
+        console.print(f"[red]no corpus.jsonl in {args.data}; pass --data FOLDER with questions.jsonl and corpus.jsonl")
+        return 2
+    torch.set_num_threads(args.threads)
+    model, tok = load_policy("default")
+    retriever = load_bm25(args.data)
+    protocol = ProtocolConfig(assistant_prefix="<search>")
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    questions = load_questions(args.data, max(args.questions, max(sizes, default=1)))
+    common = (args.max_turns, args.turn_tokens, args.max_obs, args.topk)
+
+    with torch.inference_mode():  # warm-up: first calls allocate and pick kernels
+        model.generate(torch.tensor([tok.encode("warm up")]), max_new_tokens=4, do_sample=False)
+
+    rows = []
+    for repeat in range(args.repeats):
+        seed = repeat
+        qs = questions[: args.questions]
+        console.print(f"[bold]repeat {repeat + 1}/{args.repeats}[/]: engine on {len(qs)}x{args.group}")
+        engine, t_engine = timed(run_engine, model, tok, retriever, protocol, qs, args.group, *common, seed)
+        console.print(f"  engine {t_engine:.1f} s, {engine}")
+        console.print(f"  Search-R1-style loop on {len(qs)}x{args.group}")
+        loop, t_loop = timed(search_r1_loop, model, tok, retriever, protocol, qs, args.group, *common, seed)
+        console.print(f"  loop {t_loop:.1f} s, {loop}")
+        rows.append({"engine": engine, "t_engine": t_engine, "loop": loop, "t_loop": t_loop})
+
+    table = Table(title=f"{args.questions}x{args.group} trajectories, <= {args.max_turns}+1 turns, "
+                        f"{args.turn_tokens} tokens/turn, threads={args.threads}")
+    for col in ("variant", "wall s", "useful tokens", "useful tok/s", "generated", "encoded"):
+        table.add_column(col)
+    ratios = []
+    for r in rows:
+        e_tps = r["engine"]["useful"] / r["t_engine"]
+        l_tps = r["loop"]["useful"] / r["t_loop"]
+        ratios.append(e_tps / l_tps)
+        table.add_row("engine", f"{r['t_engine']:.1f}", str(r["engine"]["useful"]), f"{e_tps:.1f}",
+                      str(r["engine"]["generated"]), str(r["engine"]["encoded"]))
+        table.add_row("Search-R1 loop", f"{r['t_loop']:.1f}", str(r["loop"]["useful"]), f"{l_tps:.1f}",
+                      str(r["loop"]["generated"]), str(r["loop"]["encoded"]))
+    console.print(table)
+    console.print(f"useful tokens/s ratio engine / loop: {', '.join(f'{x:.2f}' for x in ratios)}")
+
+    sweep = []
+    for size in sizes:
+        group = 1 if size == 1 else 2
+        qs = questions[: max(1, size // group)]
+        result, seconds = timed(run_engine, model, tok, retriever, protocol, qs, group, *common, 100 + size)
+        sweep.append({"batch": len(qs) * group, "seconds": seconds, "tokens": result["useful"],
+                      "tok_s": result["useful"] / seconds, "encoded": result["encoded"], "finish": result["finish"]})
+        console.print(f"  batch {len(qs) * group}: {result['useful']} tokens in {seconds:.1f} s = "
+                      f"{result['useful'] / seconds:.1f} tok/s ({result['finish']})")
+
+    out = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)",
+           "threads": args.threads, "args": {k: str(v) for k, v in vars(args).items()}, "comparison": rows,
+           "ratios": ratios, "sweep": sweep, "python": sys.version.split()[0], "torch": torch.__version__}
+    print(json.dumps(out, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

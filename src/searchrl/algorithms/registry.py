@@ -1,0 +1,282 @@
+"""The two registries (policy-loss terms, advantage estimators) and the typed records they take.
+
+A policy-loss term is registered with a role: ``"base"`` (the surrogate, exactly one per objective: ``ppo_clip``,
+``gspo``) or ``"penalty"`` (added with a coefficient, any number: ``sapo``, ``llds``). Every term is called as
+``fn(batch: PolicyBatch, params: <its params dataclass>, ctx: LossContext) -> TermOutput``; every advantage
+estimator as ``fn(batch: AdvantageBatch, params) -> Tensor (B, T)``. A user adds an algorithm by registering a
+term or an estimator in their own module and naming it in the ``algorithm:`` config; nothing here changes.
+
+Example::
+
+    @dataclass(frozen=True)
+    class MyParams:
+        coef: float = knob(0.05, help="weight of my penalty", ge=0.0)
+        def __post_init__(self): check_params(self)
+
+    @register_policy_loss("my_penalty", params=MyParams, role="penalty")
+    def my_penalty(batch, params, ctx):
+        value = ctx.masked_mean(-ctx.log_ratio)
+        return TermOutput(value, {"active": ctx.n_tokens / ctx.n_tokens})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch import Tensor
+
+from searchrl.algorithms.losses import LossContext, _check_policy_tensors, attach_gradient
+from searchrl.algorithms.params import NoParams
+
+ROLES: tuple[str, ...] = ("base", "penalty")
+# Optional inputs a component may declare it needs; Objective checks them before calling it.
+REQUIREMENTS: tuple[str, ...] = ("ref_log_probs", "entropy", "answer_mask", "turn_scores")
+# Keys of the ``algorithm:`` config that are not component names; no component may take these names.
+RESERVED_NAMES: tuple[str, ...] = (
+    "name",
+    "advantage_estimator",
+    "policy_loss",
+    "penalties",
+    "kl_coef",
+    "kl_type",
+    "entropy_coef",
+    "loss_agg_mode",
+    "loss_norm_constant",
+)
+
+
+class UnknownNameError(KeyError, ValueError):
+    """A registry lookup missed; the message lists the known names. Catchable as KeyError or ValueError."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True)
+class PolicyBatch:
+    """One micro-batch for the policy loss. All tensors (B, T) except ``advantages`` ((B,) or (B, T)).
+
+    ``log_probs`` carries the gradient; ``old_log_probs`` are the behaviour policy's; ``ref_log_probs`` the frozen
+    reference model's (needed when the KL coefficient is > 0); ``entropy`` the per-token policy entropy (with
+    gradient, needed when the entropy coefficient is > 0); ``answer_mask`` 1 on the final ``<answer>`` span (for
+    LLDS-MA).
+    """
+
+    log_probs: Tensor
+    old_log_probs: Tensor
+    advantages: Tensor
+    response_mask: Tensor
+    ref_log_probs: Tensor | None = None
+    entropy: Tensor | None = None
+    answer_mask: Tensor | None = None
+
+    def __post_init__(self) -> None:
+        _check_policy_tensors(self.log_probs, self.old_log_probs, self.advantages, self.response_mask)
+        for name in ("ref_log_probs", "entropy", "answer_mask"):
+            value = getattr(self, name)
+            if value is not None and value.shape != self.log_probs.shape:
+                raise ValueError(
+                    f"PolicyBatch.{name} has shape {tuple(value.shape)}; expected {tuple(self.log_probs.shape)}"
+                )
+
+
+@dataclass(frozen=True)
+class AdvantageBatch:
+    """The rollout batch an advantage estimator sees: rewards (B,), group ids (B hashables), mask (B, T).
+
+    ``group_ids`` identify the G samples of one question (e.g. ``f"{data_source}:{id}"``); ``turn_scores[b]``
+    lists CalibAdv's c for trajectory b's search turns (see ``silver_turn_scores``).
+    """
+
+    rewards: Tensor
+    group_ids: Sequence[Hashable]
+    response_mask: Tensor
+    turn_scores: Sequence[Sequence[float]] | Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.rewards.dim() != 1:
+            raise ValueError(f"AdvantageBatch.rewards must be (B,), got shape {tuple(self.rewards.shape)}")
+        batch = self.rewards.shape[0]
+        if len(self.group_ids) != batch:
+            raise ValueError(f"AdvantageBatch.group_ids has {len(self.group_ids)} entries; expected B = {batch}")
+        if self.response_mask.dim() != 2 or self.response_mask.shape[0] != batch:
+            raise ValueError(
+                f"AdvantageBatch.response_mask must be (B={batch}, T), got shape {tuple(self.response_mask.shape)}"
+            )
+        if self.turn_scores is not None and len(self.turn_scores) != batch:
+            raise ValueError(f"AdvantageBatch.turn_scores has {len(self.turn_scores)} rows; expected B = {batch}")
+
+
+@dataclass(frozen=True)
+class TermOutput:
+    """What a policy-loss term returns: a scalar loss and detached scalar metrics.
+
+    Either ``loss`` carries an autograd graph (``grad`` None: the simple way for user terms, e.g. built from
+    ``ctx.log_ratio``), or ``loss`` is detached and ``grad`` (times ``grad_scale``, broadcastable, when given)
+    is ∂loss/∂log_probs (B, T) — the fused path the built-in terms use, so the objective adds every gradient
+    into one tensor. Base losses report the keys of ``BASE_METRIC_KEYS`` they can; penalties report
+    ``"active"``, the share of masked tokens the penalty acts on. Other keys are ignored (the metric set is fixed).
+    """
+
+    loss: Tensor
+    metrics: Mapping[str, Tensor] = field(default_factory=dict)
+    grad: Tensor | None = None
+    grad_scale: Tensor | None = None
+    owns_grad: bool = False  # True when ``grad`` is a fresh tensor the objective may modify in place
+
+    def attached(self, log_probs: Tensor) -> Tensor:
+        """The loss as one differentiable scalar (attaching ``grad`` when the term supplied it)."""
+        if self.grad is None:
+            return self.loss
+        gradient = self.grad if self.grad_scale is None else self.grad * self.grad_scale
+        return attach_gradient(log_probs, self.loss, gradient)
+
+
+def _requirement_fn(requires: Iterable[str] | Callable[[Any], Iterable[str]]) -> Callable[[Any], frozenset[str]]:
+    if callable(requires):
+        fn = requires
+
+        def checked(params: Any) -> frozenset[str]:
+            needs = frozenset(fn(params))
+            unknown = needs - set(REQUIREMENTS)
+            if unknown:
+                raise ValueError(f"unknown requirement(s) {sorted(unknown)}; allowed: {list(REQUIREMENTS)}")
+            return needs
+
+        return checked
+    fixed = frozenset(requires)
+    unknown = fixed - set(REQUIREMENTS)
+    if unknown:
+        raise ValueError(f"unknown requirement(s) {sorted(unknown)}; allowed: {list(REQUIREMENTS)}")
+    return lambda params: fixed
+
+
+@dataclass(frozen=True)
+class PolicyLossEntry:
+    """A registered policy-loss term: call it as ``entry(batch, params=None, ctx=None) -> TermOutput``."""
+
+    name: str
+    fn: Callable[[PolicyBatch, Any, LossContext], TermOutput]
+    params: type
+    role: str
+    requires: Callable[[Any], frozenset[str]]
+
+    def __call__(self, batch: PolicyBatch, params: Any = None, ctx: LossContext | None = None) -> TermOutput:
+        params = self.params() if params is None else params
+        if ctx is None:
+            ctx = LossContext(batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask)
+        return self.fn(batch, params, ctx)
+
+
+@dataclass(frozen=True)
+class AdvantageEstimatorEntry:
+    """A registered advantage estimator: call it as ``entry(batch, params=None) -> Tensor (B, T)``."""
+
+    name: str
+    fn: Callable[[AdvantageBatch, Any], Tensor]
+    params: type
+    requires: Callable[[Any], frozenset[str]]
+
+    def __call__(self, batch: AdvantageBatch, params: Any = None) -> Tensor:
+        return self.fn(batch, self.params() if params is None else params)
+
+
+_POLICY_LOSSES: dict[str, PolicyLossEntry] = {}
+_ADVANTAGE_ESTIMATORS: dict[str, AdvantageEstimatorEntry] = {}
+
+
+def _check_new_name(name: str) -> None:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"component name must be an identifier-like string, got {name!r}")
+    if name in RESERVED_NAMES:
+        raise ValueError(f"{name!r} is a reserved algorithm config key; reserved: {list(RESERVED_NAMES)}")
+    if name in _POLICY_LOSSES or name in _ADVANTAGE_ESTIMATORS:
+        raise ValueError(
+            f"{name!r} is already registered; names are shared by policy losses {sorted(_POLICY_LOSSES)} "
+            f"and advantage estimators {sorted(_ADVANTAGE_ESTIMATORS)}"
+        )
+
+
+def register_policy_loss(
+    name: str,
+    *,
+    params: type = NoParams,
+    role: str = "base",
+    requires: Iterable[str] | Callable[[Any], Iterable[str]] = (),
+) -> Callable[[Callable[..., TermOutput]], Callable[..., TermOutput]]:
+    """Decorator: register ``fn(batch, params, ctx) -> TermOutput`` as policy-loss term ``name``.
+
+    ``params`` is a frozen dataclass of the term's knobs (defaults = the paper's values); a ``"penalty"``'s params
+    must expose ``coef``, the weight the objective multiplies it by. ``requires`` lists the optional batch inputs
+    it needs (or a function of its params giving them), among ``REQUIREMENTS``. Raises ValueError on a duplicate.
+    """
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; allowed: {list(ROLES)}")
+    if role == "penalty" and not hasattr(params, "coef"):
+        raise ValueError(f"penalty {name!r}: its params class {params.__name__} must define `coef`")
+    requirement = _requirement_fn(requires)
+
+    def decorator(fn: Callable[..., TermOutput]) -> Callable[..., TermOutput]:
+        _check_new_name(name)
+        _POLICY_LOSSES[name] = PolicyLossEntry(name=name, fn=fn, params=params, role=role, requires=requirement)
+        return fn
+
+    return decorator
+
+
+def register_advantage_estimator(
+    name: str,
+    *,
+    params: type = NoParams,
+    requires: Iterable[str] | Callable[[Any], Iterable[str]] = (),
+) -> Callable[[Callable[..., Tensor]], Callable[..., Tensor]]:
+    """Decorator: register ``fn(batch: AdvantageBatch, params) -> Tensor (B, T)`` as estimator ``name``."""
+    requirement = _requirement_fn(requires)
+
+    def decorator(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+        _check_new_name(name)
+        _ADVANTAGE_ESTIMATORS[name] = AdvantageEstimatorEntry(name=name, fn=fn, params=params, requires=requirement)
+        return fn
+
+    return decorator
+
+
+def policy_loss_names(role: str | None = None) -> list[str]:
+    """Registered policy-loss term names, optionally only those of one role, sorted."""
+    if role is not None and role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; allowed: {list(ROLES)}")
+    return sorted(n for n, e in _POLICY_LOSSES.items() if role is None or e.role == role)
+
+
+def advantage_estimator_names() -> list[str]:
+    return sorted(_ADVANTAGE_ESTIMATORS)
+
+
+def get_policy_loss(name: str) -> PolicyLossEntry:
+    """The registered term ``name``; an unknown name raises UnknownNameError listing the known ones."""
+    try:
+        return _POLICY_LOSSES[name]
+    except (KeyError, TypeError):
+        raise UnknownNameError(f"unknown policy loss {name!r}; known: {policy_loss_names()}") from None
+
+
+def get_advantage_estimator(name: str) -> AdvantageEstimatorEntry:
+    """The registered estimator ``name``; an unknown name raises UnknownNameError listing the known ones."""
+    try:
+        return _ADVANTAGE_ESTIMATORS[name]
+    except (KeyError, TypeError):
+        raise UnknownNameError(f"unknown advantage estimator {name!r}; known: {advantage_estimator_names()}") from None
+
+
+def unregister(name: str) -> None:
+    """Remove a user-registered component (for tests and notebooks); built-ins cannot be removed."""
+    from searchrl.algorithms.builtin import BUILTIN_NAMES
+
+    if name in BUILTIN_NAMES:
+        raise ValueError(f"{name!r} is built in and cannot be unregistered")
+    if _POLICY_LOSSES.pop(name, None) is None and _ADVANTAGE_ESTIMATORS.pop(name, None) is None:
+        raise UnknownNameError(
+            f"{name!r} is not registered; known: {sorted([*_POLICY_LOSSES, *_ADVANTAGE_ESTIMATORS])}"
+        )

@@ -1,0 +1,130 @@
+"""`searchrl eval`: evaluate an agent on QA benchmarks with bootstrap confidence intervals.
+
+    searchrl eval --model default --data world --limit 100 --out results.json
+    searchrl eval --model ./ckpt --data nq,hotpotqa --retriever http://127.0.0.1:8000 --limit 500
+    searchrl eval --data /work/shared/data/nq_oracle --mode rag --max-turn-tokens 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+
+from searchrl.errors import ConfigError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from searchrl.evaluation.harness import MODES
+    from searchrl.protocol import PROTOCOL_PRESETS
+    from searchrl.rollout.engine import RolloutConfig
+
+    d = RolloutConfig()
+    parser.add_argument("--model", default="default",
+                        help="'default' (embedded SmolLM2-135M-Instruct), a Hugging Face model folder or a .gguf file")
+    parser.add_argument("--data", default="world",
+                        help="comma-separated sources: dataset folders, .jsonl/.parquet files, benchmark names "
+                             "(nq, triviaqa, popqa, hotpotqa, 2wikimultihopqa, musique, bamboogle), world[:SEED]; "
+                             "NAME=SPEC renames, SPEC@SPLIT picks a split (default %(default)s)")
+    parser.add_argument("--split", default=None, help="split for sources that have several (world: test)")
+    parser.add_argument("--retriever", default=None,
+                        help="index folder, corpus .jsonl or http(s) URL for all sources; default: a cached BM25 "
+                             "index over each source's own corpus.jsonl")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="at most N questions per dataset: a seeded sample stratified by metadata.type or source")
+    parser.add_argument("--mode", choices=MODES, default="search",
+                        help="search: the agent; direct: answer without search; rag: retrieve once with the question")
+    parser.add_argument("--out", default=None, help="write the JSON report here and the Markdown table beside it (.md)")
+    parser.add_argument("--samples", default=None, help="also write one JSON line per question (answer, scores, text)")
+    parser.add_argument("--batch-size", type=int, default=32, help="questions per rollout batch (default %(default)s)")
+    parser.add_argument("--max-turns", type=int, default=d.max_turns, help="searches allowed (default %(default)s)")
+    parser.add_argument("--max-turn-tokens", type=int, default=d.max_turn_tokens,
+                        help="generated tokens per turn (default %(default)s)")
+    parser.add_argument("--max-obs-tokens", type=int, default=d.max_obs_tokens,
+                        help="tokens per observation (default %(default)s)")
+    parser.add_argument("--topk", type=int, default=d.topk, help="passages per search (default %(default)s)")
+    parser.add_argument("--prefix", default=None,
+                        help="assistant prefix: text that opens the reply, e.g. '<search>' (small models need it)")
+    parser.add_argument("--template", default=None,
+                        help=f"prompt: a preset ({', '.join(PROTOCOL_PRESETS)}), a text file holding the instruction "
+                             "with {question}, or a .yaml/.json file of protocol settings (instruction, "
+                             "system_message, few_shot_question, few_shot_response, assistant_prefix, "
+                             "use_chat_template, preset); default: the mode's prompt (Search-R1's for search)")
+    parser.add_argument("--chat-template", choices=("auto", "on", "off"), default="auto",
+                        help="wrap the prompt in the tokenizer's chat template (auto: when it has one)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sample and the bootstrap (default 0)")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default %(default)s)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def build_protocol(args: argparse.Namespace):
+    """The protocol from --template / --prefix / --chat-template on top of the mode's default prompt."""
+    from searchrl.evaluation.harness import default_protocol
+    from searchrl.protocol import PROTOCOL_PRESETS, ProtocolConfig
+
+    if args.template is None:
+        protocol = default_protocol(args.mode)
+    elif args.template in PROTOCOL_PRESETS:
+        protocol = ProtocolConfig.preset(args.template)
+    else:
+        path = Path(args.template)
+        if not path.is_file():
+            raise ConfigError(f"--template {args.template!r}: not a preset ({', '.join(PROTOCOL_PRESETS)}) "
+                              "and not a file")
+        text = path.read_text(encoding="utf-8")
+        if path.suffix in (".yaml", ".yml", ".json"):
+            import yaml
+
+            try:
+                values = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"--template {path}: not valid YAML/JSON ({exc})") from None
+            if not isinstance(values, dict):
+                raise ConfigError(f"--template {path}: expected a mapping of protocol settings")
+            protocol = ProtocolConfig.from_dict(values, where=f"{path}")
+        else:
+            if "{question}" not in text:
+                raise ConfigError(f"--template {path}: the prompt file must contain the placeholder {{question}}")
+            protocol = ProtocolConfig(instruction=text)
+    changes: dict = {}
+    if args.prefix is not None:
+        changes["assistant_prefix"] = args.prefix
+    if args.chat_template != "auto":
+        changes["use_chat_template"] = args.chat_template == "on"
+    return dataclasses.replace(protocol, **changes) if changes else protocol
+
+
+def main(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from searchrl.data.loaders import load_sources
+    from searchrl.evaluation.harness import evaluate
+    from searchrl.evaluation.report import atomic_write_text
+    from searchrl.rollout.engine import RolloutConfig
+
+    console = Console(stderr=True)
+    if args.limit is not None and args.limit < 1:
+        raise ConfigError(f"--limit must be >= 1, got {args.limit}")
+    protocol = build_protocol(args)
+    rollout = RolloutConfig(max_turns=args.max_turns, max_turn_tokens=args.max_turn_tokens,
+                            max_obs_tokens=args.max_obs_tokens, topk=args.topk, greedy=True, seed=args.seed)
+    sources = load_sources(args.data, split=args.split)
+    for s in sources:
+        console.print(f"[bold]{s.name}[/]: {len(s.questions)} questions ({s.origin})")
+    console.print(f"loading model {args.model} …")
+    from searchrl.models import load_policy
+
+    model, tokenizer = load_policy(args.model)
+    report = evaluate(model, tokenizer, sources, retriever=args.retriever, limit=args.limit, mode=args.mode,
+                      protocol_cfg=protocol, rollout_cfg=rollout, batch_size=args.batch_size, seed=args.seed,
+                      n_resamples=args.resamples, progress=not args.no_progress, model_name=args.model)
+    print(report.to_markdown(), end="")
+    if args.out:
+        json_path, md_path = report.write(args.out)
+        console.print(f"wrote {json_path} and {md_path}")
+    if args.samples:
+        path = Path(args.samples)
+        atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in report.records))
+        console.print(f"wrote {path} ({len(report.records)} questions)")
+    return 0

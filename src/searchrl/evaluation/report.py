@@ -1,0 +1,212 @@
+"""Evaluation results: per-dataset metrics with bootstrap CIs, the papers' seven-benchmark table, JSON.
+
+`summarise(scores_by_dataset)` turns per-question scores into an `EvalReport`; the harness fills the
+scores, this module does the statistics and the layout. Columns follow Search-R1's tables (NQ, TriviaQA,
+PopQA, HotpotQA, 2Wiki, Musique, Bamboogle, for those present), then any other source, then the macro
+average over datasets.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from searchrl.data.loaders import BENCHMARKS, canonical_benchmark
+from searchrl.evaluation.bootstrap import bootstrap_ci, macro_bootstrap_ci
+
+# Per-question metrics, in the order the table prints them: key -> (row label, decimals).
+METRICS: dict[str, tuple[str, int]] = {
+    "em": ("EM", 3),
+    "f1": ("F1", 3),
+    "cover_em": ("cover-EM", 3),
+    "answer_in_retrieval": ("answer in retrieval", 3),
+    "searches": ("searches / question", 2),
+    "format_valid": ("format valid", 3),
+}
+
+
+@dataclass
+class EvalReport:
+    """Per-dataset metrics (`datasets[name]`, in the papers' column order) and their macro average.
+
+    Each metrics dict holds, for every key of `METRICS`, the mean and its 95% bootstrap interval
+    (`em`, `em_ci_low`, `em_ci_high`, …), plus `n` (questions evaluated), `n_total` (questions in the
+    source), `sample` (how the subset was drawn) and `finish_reasons` (counts). `macro` averages the
+    datasets' means, with a stratified-bootstrap interval. `settings` records how the run was made
+    (model, mode, protocol, rollout, retriever, seed, bootstrap); `timing` the seconds spent.
+    """
+
+    datasets: dict[str, dict]
+    macro: dict
+    settings: dict = field(default_factory=dict)
+    timing: dict = field(default_factory=dict)
+    records: list[dict] = field(default_factory=list)  # one per question: answer, scores, finish reason, text
+
+    def metric(self, dataset: str, key: str = "em") -> float:
+        return float(self.datasets[dataset][key])
+
+    def flat_metrics(self, prefix: str = "val") -> dict[str, float]:
+        """`{prefix}/{dataset}/{key}` for every metric, CI bound and `n`, plus `{prefix}/avg/...` when there
+        are several datasets: the flat keys a metrics log wants (e.g. `val/world/em`, `val/world/em_ci_low`)."""
+        out: dict[str, float] = {}
+        groups = dict(self.datasets)
+        if len(groups) > 1:
+            groups["avg"] = self.macro
+        for name, entry in groups.items():
+            for key in METRICS:
+                for suffix in ("", "_ci_low", "_ci_high"):
+                    out[f"{prefix}/{name}/{key}{suffix}"] = float(entry[f"{key}{suffix}"])
+            out[f"{prefix}/{name}/n"] = float(entry["n"])
+        return out
+
+    def to_dict(self, include_records: bool = False) -> dict:
+        out = {"datasets": self.datasets, "macro": self.macro, "settings": self.settings, "timing": self.timing}
+        if include_records:
+            out["records"] = self.records
+        return out
+
+    def to_json(self, include_records: bool = False) -> str:
+        return json.dumps(_finite(self.to_dict(include_records)), indent=2, ensure_ascii=False)
+
+    def to_markdown(self) -> str:
+        return render_markdown(self)
+
+    def write(self, path: str | Path) -> tuple[Path, Path]:
+        """Write the JSON report and the Markdown table beside it (`x.json` + `x.md`), each atomically.
+
+        `path` names either file; the other gets the other suffix. Returns (json path, markdown path).
+        """
+        path = Path(path)
+        json_path, md_path = (path.with_suffix(".json"), path) if path.suffix == ".md" else (path, path.with_suffix(".md"))
+        atomic_write_text(json_path, self.to_json() + "\n")
+        atomic_write_text(md_path, self.to_markdown())
+        return json_path, md_path
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write to a temporary file in the same folder, then `os.replace` it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _finite(obj: object) -> object:
+    """JSON has no NaN: write null instead."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def column_order(names: Sequence[str]) -> list[str]:
+    """The papers' seven benchmarks first, in their order, then the other names as given."""
+    rank = {b: i for i, b in enumerate(BENCHMARKS)}
+    known = sorted((n for n in names if canonical_benchmark(n)), key=lambda n: rank[canonical_benchmark(n)])
+    return known + [n for n in names if not canonical_benchmark(n)]
+
+
+def column_title(name: str) -> str:
+    bench = canonical_benchmark(name)
+    return BENCHMARKS[bench][1] if bench else name
+
+
+def summarise(
+    scores: Mapping[str, Mapping[str, Sequence[float]]],
+    finish_reasons: Mapping[str, Sequence[str]],
+    *,
+    n_total: Mapping[str, int] | None = None,
+    sample_notes: Mapping[str, str] | None = None,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[dict[str, dict], dict]:
+    """Per-dataset means with bootstrap CIs, and the macro average; `scores[dataset][metric]` per question."""
+    datasets: dict[str, dict] = {}
+    for name in column_order(list(scores)):
+        per_metric = scores[name]
+        n = len(next(iter(per_metric.values()))) if per_metric else 0
+        entry: dict = {"n": n, "n_total": (n_total or {}).get(name, n)}
+        for key in METRICS:
+            values = per_metric.get(key, [])
+            mean = float(sum(values) / len(values)) if len(values) else float("nan")
+            low, high = bootstrap_ci(values, n_resamples=n_resamples, confidence=confidence, seed=seed)
+            entry.update({key: mean, f"{key}_ci_low": low, f"{key}_ci_high": high})
+        entry["finish_reasons"] = dict(Counter(finish_reasons.get(name, [])).most_common())
+        if sample_notes and name in sample_notes:
+            entry["sample"] = sample_notes[name]
+        datasets[name] = entry
+    macro: dict = {"datasets": len(datasets), "n": sum(d["n"] for d in datasets.values())}
+    for key in METRICS:
+        means = [d[key] for d in datasets.values() if not math.isnan(d[key])]
+        low, high = macro_bootstrap_ci([scores[name].get(key, []) for name in datasets], n_resamples=n_resamples,
+                                       confidence=confidence, seed=seed)
+        macro.update({key: float(sum(means) / len(means)) if means else float("nan"),
+                      f"{key}_ci_low": low, f"{key}_ci_high": high})
+    return datasets, macro
+
+
+def _cell(entry: Mapping, key: str, decimals: int) -> str:
+    value = entry.get(key)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    low, high = entry.get(f"{key}_ci_low"), entry.get(f"{key}_ci_high")
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return f"{value:.{decimals}f}"
+    return f"{value:.{decimals}f} [{low:.{decimals}f}, {high:.{decimals}f}]"
+
+
+def render_markdown(report: EvalReport) -> str:
+    """The papers' layout: one column per dataset, then the macro average; rows are the metrics."""
+    names = list(report.datasets)
+    many = len(names) > 1
+    header = ["metric", *(column_title(n) for n in names), *(["Avg"] if many else [])]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    for key, (label, decimals) in METRICS.items():
+        cells = [_cell(report.datasets[n], key, decimals) for n in names]
+        if many:
+            cells.append(_cell(report.macro, key, decimals))
+        lines.append("| " + " | ".join([label, *cells]) + " |")
+    counts = [f"{report.datasets[n]['n']}" for n in names]
+    lines.append("| " + " | ".join(["questions", *counts, *([str(report.macro["n"])] if many else [])]) + " |")
+
+    notes = []
+    s = report.settings
+    if s:
+        what = [f"model `{s.get('model', '?')}`", f"mode `{s.get('mode', 'search')}`"]
+        if s.get("retriever"):
+            what.append(f"retriever {s['retriever']}")
+        notes.append("Greedy decoding, one sample per question; " + ", ".join(what) + ".")
+    conf = int(round(100 * s.get("confidence", 0.95))) if s else 95
+    notes.append(
+        f"Brackets: {conf}% percentile-bootstrap intervals over questions ({s.get('n_resamples', 1000):,} "
+        f"resamples, seed {s.get('seed', 0)})" + ("; Avg is the macro average over datasets, its interval from "
+                                                   "resampling each dataset independently." if many else ".")
+    )
+    for n in names:
+        entry = report.datasets[n]
+        reasons = ", ".join(f"{k} {v}" for k, v in entry.get("finish_reasons", {}).items()) or "none"
+        sample = entry.get("sample")
+        notes.append(f"{column_title(n)}: {sample or 'all questions'}; finish reasons: {reasons}.")
+    if report.timing.get("wall_s"):
+        t = report.timing
+        notes.append(
+            f"Time: {t['wall_s']:.1f} s ({t.get('questions_per_min', float('nan')):.1f} questions/min; generation "
+            f"{t.get('generation_s', 0):.1f} s, retrieval {t.get('retrieval_s', 0):.1f} s, "
+            f"other {t.get('bookkeeping_s', 0):.1f} s)."
+        )
+    return "\n".join(lines) + "\n\n" + "\n".join(f"- {note}" for note in notes) + "\n"

@@ -1,0 +1,220 @@
+"""SAPO and LLDS as verl policy losses: verl's vanilla PPO plus searchrl's penalties, aggregated by verl.
+
+Registered with verl's ``register_policy_loss`` (select with ``actor_rollout_ref.actor.policy_loss.loss_mode``):
+
+- ``searchrl_sapo``: vanilla + γ·SAPO (Search Agent Policy Optimization, arXiv 2603.10069; not Qwen's "Soft
+  Adaptive PO", which verl ships as ``sapo``);
+- ``searchrl_llds``: vanilla + λ·LLDS (arXiv 2512.04220);
+- ``searchrl_sapo_llds``: vanilla + γ·SAPO + λ·LLDS.
+
+Each has verl's v0.7+ signature ``(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config,
+rollout_is_weights) -> (loss, metrics)``:
+
+    loss = vanilla(...) + agg_loss(w ⊙ Σ_p coef_p · P_p, response_mask, loss_agg_mode, **config.global_batch_info)
+
+- ``vanilla`` is verl's own ``compute_policy_loss_vanilla`` (clip_ratio_low/high, dual clip clip_ratio_c,
+  rollout-correction weights, agg_loss with the global batch info): the clipped surrogate is verl's, unchanged.
+- ``P_p`` is the penalty's per-token matrix (B, T) from ``searchrl.algorithms`` (one formula, one place);
+  ``coef_p`` its coefficient (γ, λ); ``w`` the rollout-correction weights when verl passes them (the penalty is an
+  expectation under π_old too, so it is re-weighted exactly like the surrogate), else 1.
+- ``agg_loss`` with ``**config.global_batch_info`` divides by the GLOBAL token (or sequence) count of the
+  mini-batch, so the summed micro-batch losses, and the data-parallel average, equal the full-batch loss.
+
+Aggregation versus the official code, with ``loss_agg_mode=token-mean`` (verl's default, and Search-R1's):
+
+- LLDS: the official code divides by every masked token of the micro-batch; here by every masked token of the
+  mini-batch. Same normalisation, taken over the mini-batch rather than per micro-batch (invariant to splits).
+- SAPO: the official code divides by the masked tokens of the A ≥ 0 rows only. Here the denominator is every
+  masked token, so the term equals the official one times N_sel / N_all (the share of masked tokens in A ≥ 0
+  rows, logged as ``actor/searchrl_sapo_selected``). To reproduce the official strength, scale γ by the
+  inverse of that share. ``loss_agg_mode=seq-mean-token-mean`` gives SAPO's paper normalisation (Eq. 9:
+  (1/G) Σ_i (1/|o_i|) Σ_t) exactly, for both the surrogate and the penalty.
+
+Knobs (defaults: the papers'): ``actor_rollout_ref.actor.policy_loss.searchrl.sapo.{gamma, tau,
+strict_positive}`` and ``....searchrl.llds.{lam, gate}`` (see ``config.py`` for enabling the section).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from verl.trainer.ppo.core_algos import agg_loss, compute_policy_loss_vanilla
+
+from searchrl.algorithms import LossContext, PolicyBatch, build_objective
+from searchrl.errors import ConfigError
+from searchrl.integrations.verl.config import POLICY_LOSS_KEY, POLICY_LOSS_TARGET, plain, section
+
+# verl loss name -> the searchrl algorithm composition whose penalties are added to verl's vanilla loss.
+LOSS_COMPOSITIONS: dict[str, dict[str, Any]] = {
+    "searchrl_sapo": {"name": "sapo"},
+    "searchrl_llds": {"name": "llds"},
+    "searchrl_sapo_llds": {"name": "sapo", "penalties": ["sapo", "llds"]},
+}
+
+# Params fields of searchrl's penalties that verl decides instead: the aggregation (actor.loss_agg_mode).
+_VERL_DECIDES = {
+    "normalization": "the penalty is aggregated with actor_rollout_ref.actor.loss_agg_mode, like the surrogate "
+    "(token-mean: divide by all masked tokens; seq-mean-token-mean: SAPO paper Eq. 9)",
+}
+
+_OBJECTIVES: dict[tuple[str, str], Any] = {}
+
+
+def penalty_names(loss_name: str) -> list[str]:
+    """The searchrl penalties a registered verl loss adds, in order (their names key the knobs and metrics)."""
+    return [entry.name for entry, _ in build_objective(LOSS_COMPOSITIONS[loss_name]).penalties]
+
+
+def metric_keys(loss_name: str) -> list[str]:
+    """The fixed metric keys a registered verl loss returns (verl's vanilla ones, then ours)."""
+    keys = ["actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower"]
+    keys += ["actor/searchrl_penalty", "actor/searchrl_penalty_active"]
+    for name in penalty_names(loss_name):
+        keys += [f"actor/searchrl_{name}_penalty", f"actor/searchrl_{name}_active", f"actor/searchrl_{name}_selected"]
+    return keys + ["actor/is_ratio_mean", "actor/is_ratio_min", "actor/is_ratio_max"]
+
+
+def loss_objective(loss_name: str, config: Any) -> Any:
+    """The validated searchrl ``Objective`` holding the penalties (with their knobs) of verl loss ``loss_name``.
+
+    Knobs come from ``config.policy_loss.searchrl`` (absent: the papers' defaults). Cached per distinct knobs.
+    """
+    where = f"{POLICY_LOSS_KEY}.searchrl"
+    policy_loss_cfg = config.get("policy_loss", None) if hasattr(config, "get") else getattr(config, "policy_loss", None)
+    knobs = section(policy_loss_cfg, "searchrl", POLICY_LOSS_KEY)
+    key = (loss_name, json.dumps(knobs, sort_keys=True, default=str))
+    if key in _OBJECTIVES:
+        return _OBJECTIVES[key]
+    allowed = penalty_names(loss_name)
+    for name, values in knobs.items():
+        if name not in allowed:
+            raise ConfigError(
+                f"{where}.{name}: loss_mode {loss_name!r} has no {name!r} term; its knobs are under {allowed}"
+            )
+        if not isinstance(values, dict):
+            raise ConfigError(f"{where}.{name}: expected a mapping of knobs, got {values!r}")
+        for field_name, reason in _VERL_DECIDES.items():
+            if field_name in values:
+                raise ConfigError(f"{where}.{name}.{field_name}: not used with verl: {reason}; remove it")
+    try:
+        objective = build_objective({**LOSS_COMPOSITIONS[loss_name], **knobs})
+    except ValueError as err:  # build_objective names the key algorithm.<term>.<field>; ours lives under `where`
+        raise ConfigError(f"{where}.{str(err).removeprefix('algorithm.')}") from None
+    if objective.needs_answer_mask:
+        raise ConfigError(
+            f"{where}.llds.answer_weight: LLDS-MA needs the answer-span mask, which verl does not pass to a policy "
+            "loss; keep answer_weight at 1.0"
+        )
+    _OBJECTIVES[key] = objective
+    return objective
+
+
+def _global_batch_info(config: Any) -> dict[str, Any]:
+    info = config.get("global_batch_info", None) if hasattr(config, "get") else None
+    return dict(plain(info) or {})
+
+
+def _share(mask: torch.Tensor, n_tokens: torch.Tensor) -> float:
+    return (mask.sum() / n_tokens).item()
+
+
+def penalised_policy_loss(
+    loss_name: str,
+    old_log_prob: torch.Tensor,
+    log_prob: torch.Tensor,
+    advantages: torch.Tensor,
+    response_mask: torch.Tensor,
+    loss_agg_mode: str,
+    config: Any,
+    rollout_is_weights: torch.Tensor | None,
+) -> tuple[torch.Tensor, dict[str, Any]]:
+    """verl's vanilla loss plus the penalties of ``loss_name``, aggregated by verl (see the module docstring).
+
+    Metrics, besides vanilla's ``actor/pg_clipfrac``, ``actor/ppo_kl``, ``actor/pg_clipfrac_lower``:
+    ``actor/searchrl_penalty`` (Σ coef·P, re-weighted, as a token mean over this micro-batch — an intensive value,
+    so verl's mean over micro-batches is meaningful), ``actor/searchrl_penalty_active`` (share of masked tokens
+    where any penalty acts) and per penalty ``actor/searchrl_<name>_penalty`` (unweighted token mean),
+    ``_active`` and ``_selected`` (share of masked tokens in the rows it may act on); ``actor/is_ratio_mean``,
+    ``_min``, ``_max``: the token importance ratio π_θ/π_old over masked tokens (SAPO Fig. 1a).
+    """
+    if config is None:
+        raise ConfigError(f"loss_mode {loss_name!r} needs the actor config (verl passes it as `config`)")
+    objective = loss_objective(loss_name, config)
+    pg_loss, metrics = compute_policy_loss_vanilla(
+        old_log_prob=old_log_prob,
+        log_prob=log_prob,
+        advantages=advantages,
+        response_mask=response_mask,
+        loss_agg_mode=loss_agg_mode,
+        config=config,
+        rollout_is_weights=rollout_is_weights,
+    )
+    batch = PolicyBatch(log_probs=log_prob, old_log_probs=old_log_prob, advantages=advantages, response_mask=response_mask)
+    mask = response_mask.bool()  # (B, T)
+    n_tokens = mask.sum().clamp(min=1)
+    matrix = torch.zeros_like(log_prob)  # (B, T) Σ_p coef_p · P_p
+    active_any = torch.zeros_like(mask)
+    for name, coef, terms in objective.penalty_terms(batch):
+        matrix = matrix + coef * terms.per_token
+        active_any = active_any | terms.active_mask
+        with torch.no_grad():
+            metrics[f"actor/searchrl_{name}_penalty"] = ((terms.per_token * mask).sum() / n_tokens).item()
+            metrics[f"actor/searchrl_{name}_active"] = _share(terms.active_mask & mask, n_tokens)
+            metrics[f"actor/searchrl_{name}_selected"] = _share(terms.selection_mask & mask, n_tokens)
+    if rollout_is_weights is not None:
+        matrix = matrix * rollout_is_weights
+    penalty = agg_loss(
+        loss_mat=matrix, loss_mask=response_mask, loss_agg_mode=loss_agg_mode, **_global_batch_info(config)
+    )
+    with torch.no_grad():
+        metrics["actor/searchrl_penalty"] = ((matrix * mask).sum() / n_tokens).item()
+        metrics["actor/searchrl_penalty_active"] = _share(active_any & mask, n_tokens)
+        ratio = LossContext(log_prob, old_log_prob, advantages, response_mask).ratio.detach()[mask]  # (N,)
+        if ratio.numel():
+            low, high = torch.aminmax(ratio)
+            stats = (ratio.mean().item(), low.item(), high.item())
+        else:
+            stats = (float("nan"),) * 3
+        metrics["actor/is_ratio_mean"], metrics["actor/is_ratio_min"], metrics["actor/is_ratio_max"] = stats
+    return pg_loss + penalty, metrics
+
+
+def _loss_fn(loss_name: str) -> Callable[..., tuple[torch.Tensor, dict[str, Any]]]:
+    def loss_fn(
+        old_log_prob: torch.Tensor,
+        log_prob: torch.Tensor,
+        advantages: torch.Tensor,
+        response_mask: torch.Tensor,
+        loss_agg_mode: str = "token-mean",
+        config: Any = None,
+        rollout_is_weights: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
+        return penalised_policy_loss(
+            loss_name, old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config, rollout_is_weights
+        )
+
+    penalties = " + ".join(penalty_names(loss_name))
+    loss_fn.__name__ = loss_fn.__qualname__ = f"compute_policy_loss_{loss_name}"
+    loss_fn.__module__ = __name__
+    loss_fn.__doc__ = (
+        f"verl policy loss {loss_name!r}: verl's vanilla PPO + {penalties} from searchrl.algorithms, aggregated "
+        f"with verl's agg_loss. Knobs: {POLICY_LOSS_KEY}.searchrl.<term>.* (needs {POLICY_LOSS_KEY}._target_="
+        f"{POLICY_LOSS_TARGET}). See searchrl.integrations.verl.losses."
+    )
+    return loss_fn
+
+
+POLICY_LOSSES: dict[str, Callable[..., tuple[torch.Tensor, dict[str, Any]]]] = {
+    name: _loss_fn(name) for name in LOSS_COMPOSITIONS
+}
+
+
+def register() -> None:
+    """Register the losses with verl (idempotent: verl's registry overwrites an entry of the same name)."""
+    from verl.trainer.ppo.core_algos import register_policy_loss
+
+    for name, fn in POLICY_LOSSES.items():
+        register_policy_loss(name)(fn)

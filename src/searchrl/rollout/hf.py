@@ -1,0 +1,336 @@
+"""A CPU-first generation backend on Hugging Face transformers that keeps each sequence's KV cache across turns.
+
+How the cache is reused (so a turn after an observation never re-encodes the history):
+
+- Between turns every row keeps a compact KV tensor `(layers, 2, kv_heads, length, head_dim)` for the tokens
+  already encoded, plus a short list of *pending* ids not yet encoded: the last sampled token and the
+  observation tokens appended by `extend`.
+- A `generate` call stacks the active rows' compact caches into one preallocated, left-aligned batch buffer
+  `(layers, 2, rows, kv_heads, capacity, head_dim)` (padding columns are masked out), prefills only the pending
+  tokens (in column chunks, to bound memory), then decodes one token per step for all active rows. Positions are
+  each row's own token count, so padding never shifts RoPE positions.
+- A row that stops (stop string, EOS, budget) drops out of the next forward: its cache columns are copied out to
+  its compact tensor and the last active slot is moved into its place ("swap-remove"), so the forward batch is
+  always a contiguous view of the active rows and the total copying per turn is one pass over the cache.
+- The first turn prefills each distinct prompt once (the G samples of a question share it) and shares the result.
+
+The layers are written through a `DynamicCache` whose layers write into the buffer in place instead of
+concatenating (a concatenating cache copies the whole cache at every decode step). Models whose layers are all
+full attention are supported (llama, qwen2, mistral without a sliding window, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+from transformers.cache_utils import DynamicCache, DynamicLayer
+
+from searchrl.errors import SearchRLError
+from searchrl.rollout.backend import (
+    FINISH_LENGTH,
+    Generation,
+    SamplingParams,
+    StopChecker,
+    eos_token_ids,
+    sample_tokens,
+)
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+
+class _SlotBuffer:
+    """Preallocated KV for one batch: `kv` (L, 2, B, H, capacity, D); slots [0, m) active, columns [0, n) written."""
+
+    def __init__(self, num_layers: int, batch: int, heads: int, capacity: int, head_dim: int, dtype: torch.dtype,
+                 device: torch.device):
+        self.kv = torch.zeros(num_layers, 2, batch, heads, capacity, head_dim, dtype=dtype, device=device)
+        self.mask = torch.zeros(batch, capacity, dtype=torch.long, device=device)  # (B, capacity): 1 = real token
+        self.m = batch
+        self.n = 0
+
+
+class _SlotLayer(DynamicLayer):
+    """A cache layer that writes new keys/values into the shared buffer at column n and returns views of it."""
+
+    def __init__(self, buffer: _SlotBuffer, layer: int):
+        super().__init__()
+        self.buffer = buffer
+        self.layer = layer
+        self.is_initialized = True
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        return None
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any):
+        b = self.buffer
+        q = key_states.shape[-2]
+        keys, values = b.kv[self.layer, 0], b.kv[self.layer, 1]  # (B, H, capacity, D)
+        keys[: b.m, :, b.n : b.n + q] = key_states
+        values[: b.m, :, b.n : b.n + q] = value_states
+        return keys[: b.m, :, : b.n + q], values[: b.m, :, : b.n + q]
+
+    def get_seq_length(self) -> int:
+        return self.buffer.n
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return self.buffer.n + query_length, 0
+
+
+class HFBackend:
+    """Generation with a transformers causal LM: batched, KV cache kept per sequence across turns.
+
+    `max_batch_size` bounds the rows of one forward, and `max_cache_bytes` the KV buffer of one batch (more rows
+    run in consecutive batches of similar lengths); `prefill_tokens` bounds rows × columns of one prefill forward
+    (activation memory). Log-probabilities follow
+    `searchrl.rollout.backend.sample_tokens`: under softmax(logits / T) (after top-k / top-p filtering) when
+    sampling, under the raw softmax when greedy.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        max_batch_size: int = 64,
+        max_cache_bytes: int = 4 << 30,
+        prefill_tokens: int = 4096,
+    ):
+        config = model.config.get_text_config(decoder=True)
+        layer_types = getattr(config, "layer_types", None)
+        if layer_types and any(t != "full_attention" for t in layer_types):
+            raise SearchRLError(
+                f"HFBackend supports models whose layers are all full attention; {config.model_type} has "
+                f"{sorted(set(layer_types))}"
+            )
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_batch_size = max_batch_size
+        self.max_cache_bytes = max_cache_bytes
+        self.prefill_tokens = prefill_tokens
+        self.num_layers = config.num_hidden_layers
+        self.kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+        self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        self.eos_token_ids = eos_token_ids(tokenizer, model)
+        self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_token_ids)
+        # Tokens pushed through the model: prefilled (prompt and observation tokens) and decoded (one per row-step).
+        self.stats = {"prefill_tokens": 0, "decode_tokens": 0, "forward_calls": 0}
+
+    def open_session(self, prompts: Sequence[Sequence[int]], sampling: SamplingParams) -> HFSession:
+        return HFSession(self, prompts, sampling)
+
+
+class HFSession:
+    """One batch of sequences on an `HFBackend` (see the module docstring for the cache layout)."""
+
+    def __init__(self, backend: HFBackend, prompts: Sequence[Sequence[int]], sampling: SamplingParams):
+        if any(len(p) == 0 for p in prompts):
+            raise SearchRLError("HFBackend: every prompt needs at least one token")
+        self.backend = backend
+        self.sampling = sampling
+        param = next(backend.model.parameters())
+        self.device, self.dtype = param.device, param.dtype
+        self.generator = torch.Generator(device=self.device)
+        if sampling.seed is not None:
+            self.generator.manual_seed(sampling.seed)
+        else:
+            self.generator.seed()
+        self.prompts = [list(p) for p in prompts]
+        n = len(prompts)
+        self.cached: list[torch.Tensor | None] = [None] * n  # (L, 2, H, length, D) per row
+        self.cached_len = [0] * n
+        self.pending: list[list[int]] = [list(p) for p in prompts]
+        self.released = [False] * n
+
+    # -- public API -------------------------------------------------------------------------------------------
+    def extend(self, rows: Sequence[int], token_ids: Sequence[Sequence[int]]) -> None:
+        for row, ids in zip(rows, token_ids, strict=True):
+            self._check_row(row)
+            self.pending[row].extend(int(i) for i in ids)
+
+    def release(self, rows: Sequence[int]) -> None:
+        for row in rows:
+            self.cached[row] = None
+            self.pending[row] = []
+            self.released[row] = True
+
+    def close(self) -> None:
+        self.release(range(len(self.prompts)))
+
+    @torch.inference_mode()
+    def generate(self, rows: Sequence[int], max_new_tokens: Sequence[int], stop: Sequence[str]) -> list[Generation]:
+        if len(rows) != len(max_new_tokens):
+            raise ValueError("generate: rows and max_new_tokens differ in length")
+        for row, budget in zip(rows, max_new_tokens):
+            self._check_row(row)
+            if budget < 1:
+                raise ValueError(f"generate: row {row} has a budget of {budget} tokens; it must be >= 1")
+        checker = StopChecker(self.backend.tokenizer, stop, self.backend.eos_token_ids)
+        self._prefill_fresh([r for r in rows if self.cached[r] is None])
+        budget_of = dict(zip(rows, max_new_tokens))
+        # Rows of similar length share a batch (less padding); the batch size keeps the KV buffer under budget.
+        ordered = sorted(rows, key=lambda r: self.cached_len[r] + len(self.pending[r]))
+        capacity = max(self.cached_len[r] for r in rows) + max(len(self.pending[r]) for r in rows) + max(max_new_tokens)
+        b = self.backend
+        bytes_per_row = 2 * b.num_layers * b.kv_heads * b.head_dim * capacity * self.dtype.itemsize
+        size = max(1, min(b.max_batch_size, b.max_cache_bytes // bytes_per_row))
+        results: dict[int, Generation] = {}
+        for start in range(0, len(ordered), size):
+            chunk = ordered[start : start + size]
+            results.update(self._generate_batch(chunk, [budget_of[r] for r in chunk], checker))
+        return [results[r] for r in rows]
+
+    # -- internals --------------------------------------------------------------------------------------------
+    def _check_row(self, row: int) -> None:
+        if not 0 <= row < len(self.prompts) or self.released[row]:
+            raise ValueError(f"row {row} is not an open row of this session")
+
+    def _new_buffer(self, batch: int, capacity: int) -> _SlotBuffer:
+        b = self.backend
+        return _SlotBuffer(b.num_layers, batch, b.kv_heads, capacity, b.head_dim, self.dtype, self.device)
+
+    def _forward(self, buffer: _SlotBuffer, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Run the model on (m, q) new tokens at columns [n, n+q); return last-position logits (m, V)."""
+        q = input_ids.shape[1]
+        cache = DynamicCache()
+        cache.layers = [_SlotLayer(buffer, i) for i in range(self.backend.num_layers)]
+        out = self.backend.model(
+            input_ids=input_ids,
+            attention_mask=buffer.mask[: buffer.m, : buffer.n + q],
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        buffer.n += q
+        self.backend.stats["forward_calls"] += 1
+        return out.logits[:, -1, :]
+
+    def _prefill_left_aligned(
+        self, buffer: _SlotBuffer, pending: list[list[int]], first_pos: list[int]
+    ) -> torch.Tensor:
+        """Append each slot's pending ids right-aligned after column `buffer.n`, in column chunks; return logits."""
+        width = max(len(p) for p in pending)
+        m = len(pending)
+        ids = torch.full((m, width), self.backend.pad_token_id, dtype=torch.long)  # (m, P)
+        pos = torch.zeros((m, width), dtype=torch.long)  # (m, P)
+        for i, p in enumerate(pending):
+            ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+            pos[i, width - len(p) :] = torch.arange(first_pos[i], first_pos[i] + len(p))
+            buffer.mask[i, buffer.n + width - len(p) : buffer.n + width] = 1
+        ids, pos = ids.to(self.device), pos.to(self.device)
+        self.backend.stats["prefill_tokens"] += sum(len(p) for p in pending)
+        step = max(1, self.backend.prefill_tokens // m)
+        logits = None
+        for c in range(0, width, step):
+            logits = self._forward(buffer, ids[:, c : c + step], pos[:, c : c + step])
+        assert logits is not None
+        return logits
+
+    def _take(self, buffer: _SlotBuffer, slot: int) -> torch.Tensor:
+        """Copy one slot's real (unmasked) cache columns out of the buffer: (L, 2, H, length, D)."""
+        cols = buffer.mask[slot, : buffer.n].nonzero().squeeze(1)
+        return buffer.kv[:, :, slot].index_select(3, cols)
+
+    def _prefill_fresh(self, rows: list[int]) -> None:
+        """Encode all but the last prompt token of rows with no cache, once per distinct prompt."""
+        unique: dict[tuple[int, ...], list[int]] = {}
+        for row in rows:
+            prefix = tuple(self.pending[row][:-1])
+            if prefix:
+                unique.setdefault(prefix, []).append(row)
+        prefixes = sorted(unique, key=len)
+        i = 0
+        while i < len(prefixes):
+            # Group prompts of similar length so that rows × width stays under the prefill budget.
+            j = i + 1
+            while j < len(prefixes) and (j + 1 - i) * len(prefixes[j]) <= self.backend.prefill_tokens:
+                j += 1
+            group = prefixes[i:j]
+            width = len(group[-1])
+            buffer = self._new_buffer(len(group), width)
+            self._prefill_left_aligned(buffer, [list(p) for p in group], [0] * len(group))
+            for slot, prefix in enumerate(group):
+                kv = self._take(buffer, slot)
+                for row in unique[prefix]:
+                    self.cached[row] = kv  # shared by the G rows of one prompt; never written in place
+                    self.cached_len[row] = len(prefix)
+                    self.pending[row] = self.pending[row][-1:]
+            i = j
+
+    def _generate_batch(
+        self, rows: list[int], budgets: list[int], checker: StopChecker
+    ) -> dict[int, Generation]:
+        m = len(rows)
+        lengths = [self.cached_len[r] for r in rows]
+        longest = max(lengths)
+        pending_width = max(len(self.pending[r]) for r in rows)
+        buffer = self._new_buffer(m, longest + pending_width + max(budgets))
+        for slot, row in enumerate(rows):
+            kv = self.cached[row]
+            if kv is not None and lengths[slot]:
+                buffer.kv[:, :, slot, :, longest - lengths[slot] : longest] = kv
+                buffer.mask[slot, longest - lengths[slot] : longest] = 1
+            self.cached[row] = None  # the buffer holds it now
+        buffer.n = longest
+        logits = self._prefill_left_aligned(buffer, [self.pending[r] for r in rows], lengths)
+        positions = [lengths[s] + len(self.pending[r]) for s, r in enumerate(rows)]  # next position per slot
+        slot_rows = list(rows)
+        slot_budget = list(budgets)
+        generated: dict[int, list[int]] = {r: [] for r in rows}
+        logprobs: dict[int, list[float]] = {r: [] for r in rows}
+        results: dict[int, Generation] = {}
+        while True:
+            tokens, token_logprobs = sample_tokens(logits, self.sampling, self.generator)  # (m,), (m,)
+            tokens_list, lp_list = tokens.tolist(), token_logprobs.tolist()
+            finished: list[int] = []
+            for slot, row in enumerate(slot_rows):
+                generated[row].append(tokens_list[slot])
+                logprobs[row].append(lp_list[slot])
+                finish = checker.check(generated[row])
+                if finish is None and len(generated[row]) >= slot_budget[slot]:
+                    finish = FINISH_LENGTH
+                if finish is not None:
+                    finished.append(slot)
+                    results[row] = Generation(generated[row], logprobs[row], finish)
+            for slot in sorted(finished, reverse=True):
+                row = slot_rows[slot]
+                self.cached[row] = self._take(buffer, slot)
+                self.cached_len[row] = positions[slot]
+                self.pending[row] = [generated[row][-1]]  # sampled but not yet encoded
+                last = buffer.m - 1
+                if slot != last:
+                    # Swap-remove: move the last active slot here so active slots stay contiguous.
+                    buffer.kv[:, :, slot, :, : buffer.n] = buffer.kv[:, :, last, :, : buffer.n]
+                    buffer.mask[slot] = buffer.mask[last]
+                    slot_rows[slot], positions[slot], slot_budget[slot] = (
+                        slot_rows[last], positions[last], slot_budget[last])
+                    tokens_list[slot] = tokens_list[last]
+                slot_rows.pop()
+                positions.pop()
+                slot_budget.pop()
+                tokens_list.pop()
+                buffer.m -= 1
+            if buffer.m == 0:
+                return results
+            buffer.mask[: buffer.m, buffer.n] = 1
+            input_ids = torch.tensor(tokens_list, dtype=torch.long, device=self.device)[:, None]  # (m, 1)
+            pos = torch.tensor(positions, dtype=torch.long, device=self.device)[:, None]  # (m, 1)
+            logits = self._forward(buffer, input_ids, pos)
+            self.backend.stats["decode_tokens"] += buffer.m
+            positions = [p + 1 for p in positions]
+
+
+def full_forward_logprobs(
+    model: PreTrainedModel, prompt_ids: Sequence[int], response_ids: Sequence[int], temperature: float = 1.0
+) -> list[float]:
+    """Log-probs of `response_ids` given `prompt_ids` from one full forward pass (no cache, no padding):
+    log softmax(logits / T) at each response position. The oracle that cache-based sampling must match."""
+    ids = torch.tensor([list(prompt_ids) + list(response_ids)], dtype=torch.long)
+    with torch.inference_mode():
+        logits = model(input_ids=ids).logits[0].float()  # (T, V)
+    start = len(prompt_ids)
+    logp = torch.log_softmax(logits[start - 1 : -1] / temperature, dim=-1)  # (R, V)
+    return logp.gather(1, torch.tensor(list(response_ids))[:, None]).squeeze(1).tolist()

@@ -1,0 +1,151 @@
+"""Trajectories to padded tensors, and token log-probs computed in chunks.
+
+Layout: each row is `prompt_ids + response_ids`, right-padded. Response token j of row i sits at input position
+`prompt_len_i + j` and is predicted by the hidden state at position `prompt_len_i + j - 1`. All per-token tensors
+handed to the algorithms are `(B, T)` over the response, T the longest response in the batch.
+
+Log-probs: the vocabulary of the default model is 49,152, so full logits for a micro-batch of 8×400 tokens would
+take 630 MB per copy. We run the transformer body once, gather the hidden states of the positions whose token
+is trained (response tokens with mask 1; prompt and observation positions need no logits), and apply the LM head
+to chunks of them; with gradients on, each chunk is recomputed in the backward pass (activation checkpointing),
+so only one chunk's logits are ever alive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+from searchrl.rollout.types import Trajectory
+
+
+@dataclass
+class TokenBatch:
+    """Padded tensors for a list of trajectories."""
+
+    input_ids: torch.Tensor  # (B, L) prompt + response, right-padded with pad_id
+    attention_mask: torch.Tensor  # (B, L) 1 on real tokens
+    response_ids: torch.Tensor  # (B, T) right-padded
+    response_mask: torch.Tensor  # (B, T) float: 1 on sampled (trained) tokens, 0 on observations and padding
+    response_valid: torch.Tensor  # (B, T) float: 1 on every real response token (sampled or observation)
+    predict_pos: torch.Tensor  # (B, T) long: input position whose hidden state predicts response token j
+
+    @property
+    def size(self) -> int:
+        return self.input_ids.shape[0]
+
+
+def collate(trajectories: Sequence[Trajectory], pad_id: int) -> TokenBatch:
+    """Pad trajectories into a `TokenBatch` (checks the record invariants the loss relies on)."""
+    if not trajectories:
+        raise ValueError("collate: no trajectories")
+    B = len(trajectories)
+    L = max(len(t.prompt_ids) + len(t.response_ids) for t in trajectories)
+    T = max(max(len(t.response_ids) for t in trajectories), 1)
+    input_ids = torch.full((B, L), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((B, L), dtype=torch.long)
+    response_ids = torch.full((B, T), pad_id, dtype=torch.long)
+    response_mask = torch.zeros((B, T), dtype=torch.float32)
+    response_valid = torch.zeros((B, T), dtype=torch.float32)
+    predict_pos = torch.zeros((B, T), dtype=torch.long)
+    for i, t in enumerate(trajectories):
+        P, R = len(t.prompt_ids), len(t.response_ids)
+        if P == 0:
+            raise ValueError(f"trajectory {i} ({t.group_id}) has an empty prompt")
+        if len(t.response_mask) != R:
+            raise ValueError(f"trajectory {i} ({t.group_id}): response_mask has {len(t.response_mask)} entries for {R} tokens")
+        input_ids[i, : P + R] = torch.tensor(list(t.prompt_ids) + list(t.response_ids), dtype=torch.long)
+        attention_mask[i, : P + R] = 1
+        if R:
+            response_ids[i, :R] = torch.tensor(t.response_ids, dtype=torch.long)
+            response_mask[i, :R] = torch.tensor(t.response_mask, dtype=torch.float32)
+            response_valid[i, :R] = 1.0
+            predict_pos[i, :R] = torch.arange(P - 1, P - 1 + R)
+    return TokenBatch(input_ids, attention_mask, response_ids, response_mask, response_valid, predict_pos)
+
+
+def pad_per_token(values: Sequence[Sequence[float]], T: int) -> torch.Tensor:
+    """Right-pad per-token lists (e.g. sampling log-probs) to a (B, T) float tensor."""
+    out = torch.zeros((len(values), T), dtype=torch.float32)
+    for i, v in enumerate(values):
+        if len(v):
+            out[i, : len(v)] = torch.tensor(list(v)[:T], dtype=torch.float32)
+    return out
+
+
+def body_and_head(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """The transformer body (returns hidden states) and the LM head of a causal LM (PEFT-wrapped or not)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    head = base.get_output_embeddings()
+    body = base.get_decoder() if hasattr(base, "get_decoder") else None
+    if body is None or body is base:
+        body = getattr(base, "model", None)
+    if body is None or head is None:
+        raise TypeError(f"{type(base).__name__}: cannot find the decoder body and LM head of this model")
+    for attr in ("final_logit_softcapping", "logit_scale"):
+        if getattr(base.config, attr, None) not in (None, 1.0):
+            raise TypeError(f"{type(base).__name__}: models with config.{attr} are not supported by the chunked log-probs")
+    return body, head
+
+
+def _chunk_logprob_entropy(
+    hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor, with_entropy: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    logits = F.linear(hidden, weight, bias).float()  # (n, V)
+    log_probs = torch.log_softmax(logits, dim=-1)  # (n, V)
+    token_lp = log_probs.gather(-1, targets[:, None]).squeeze(-1)  # (n,)
+    if with_entropy:
+        entropy = -(log_probs.exp() * log_probs).sum(-1)  # (n,)
+    else:
+        entropy = torch.zeros_like(token_lp)
+    return token_lp, entropy
+
+
+def token_logprobs(
+    model: torch.nn.Module,
+    batch: TokenBatch,
+    *,
+    chunk_size: int = 256,
+    with_entropy: bool = False,
+    only_masked: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log π(response token) and its categorical entropy per response position, (B, T) each.
+
+    Positions outside `response_mask` (observations, padding) get 0 when `only_masked` (their logits are never
+    computed); with `only_masked=False` every real response token is scored. Gradients flow when enabled.
+    """
+    body, head = body_and_head(model)
+    out = body(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
+    hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]  # (B, L, H)
+    select = (batch.response_mask if only_masked else batch.response_valid) > 0  # (B, T)
+    rows, cols = select.nonzero(as_tuple=True)
+    flat_hidden = hidden[rows, batch.predict_pos[rows, cols]]  # (N, H)
+    flat_targets = batch.response_ids[rows, cols]  # (N,)
+    weight, bias = head.weight, getattr(head, "bias", None)
+    lp_parts, ent_parts = [], []
+    for start in range(0, flat_hidden.shape[0], chunk_size):
+        h = flat_hidden[start : start + chunk_size]
+        y = flat_targets[start : start + chunk_size]
+        if torch.is_grad_enabled() and h.requires_grad:
+            lp, ent = checkpoint(_chunk_logprob_entropy, h, weight, bias, y, with_entropy, use_reentrant=False)
+        else:
+            lp, ent = _chunk_logprob_entropy(h, weight, bias, y, with_entropy)
+        lp_parts.append(lp)
+        ent_parts.append(ent)
+    B, T = batch.response_ids.shape
+    log_probs = torch.zeros((B, T), dtype=torch.float32, device=hidden.device)
+    entropy = torch.zeros((B, T), dtype=torch.float32, device=hidden.device) if with_entropy else None
+    if lp_parts:
+        log_probs = log_probs.index_put((rows, cols), torch.cat(lp_parts))
+        if entropy is not None:
+            entropy = entropy.index_put((rows, cols), torch.cat(ent_parts))
+    return log_probs, entropy
+
+
+def split_indices(n: int, size: int) -> list[list[int]]:
+    """[0..n) in consecutive slices of `size` (the last may be shorter)."""
+    return [list(range(i, min(i + size, n))) for i in range(0, n, size)]

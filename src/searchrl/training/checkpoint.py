@@ -1,0 +1,230 @@
+"""Checkpoints that survive `kill -9` at any moment, and atomic file writes.
+
+A checkpoint is a folder `checkpoints/step_XXXXXX/` holding
+
+- `weights.safetensors`   the trainable parameters (all weights, or only the LoRA adapters)
+- `optimizer.pt`          optimiser and learning-rate scheduler state
+- `rng.pt`                python, numpy and torch RNG states plus any named `torch.Generator` (the rollout's)
+- `state.json`            the trainer's own state: step, data cursor, best validation EM, counters, monitor
+
+It is written into `checkpoints/.tmp-step_XXXXXX/` and renamed into place only when complete, so a folder named
+`step_*` is always whole; stray temporary folders from a killed save are removed on the next start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from searchrl.errors import SearchRLError
+
+CHECKPOINTS = "checkpoints"
+BEST_FILE = "best.json"
+_PREFIX = "step_"
+
+
+# ---------------------------------------------------------------------------------------------- atomic files
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same folder and `os.replace`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------- RNG
+
+
+def capture_rng(generators: dict[str, torch.Generator] | None = None) -> dict[str, Any]:
+    """The state of every random number generator a run draws from."""
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+        "generators": {name: g.get_state() for name, g in (generators or {}).items()},
+    }
+
+
+def restore_rng(state: dict[str, Any], generators: dict[str, torch.Generator] | None = None) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    for name, g in (generators or {}).items():
+        if name in state.get("generators", {}):
+            g.set_state(state["generators"][name])
+
+
+# ---------------------------------------------------------------------------------------------- weights
+
+
+def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The parameters the optimiser updates, by name (tied weights appear once)."""
+    return {n: p.detach().contiguous().cpu() for n, p in model.named_parameters() if p.requires_grad}
+
+
+def load_trainable_state(model: torch.nn.Module, tensors: dict[str, torch.Tensor], source: Path) -> None:
+    """Copy saved trainable parameters into `model`, refusing on any name or shape mismatch."""
+    params = dict(model.named_parameters())
+    expected = {n for n, p in params.items() if p.requires_grad}
+    missing, unexpected = expected - tensors.keys(), tensors.keys() - params.keys()
+    if missing or unexpected:
+        raise SearchRLError(
+            f"{source}: weights do not match the model being trained "
+            f"(missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]}); "
+            "resume with the same model.name and model.lora settings"
+        )
+    with torch.no_grad():
+        for name, tensor in tensors.items():
+            if params[name].shape != tensor.shape:
+                raise SearchRLError(f"{source}: shape of {name} is {tuple(tensor.shape)}, model has {tuple(params[name].shape)}")
+            params[name].copy_(tensor)
+
+
+# ---------------------------------------------------------------------------------------------- checkpoints
+
+
+def checkpoint_dir(run_dir: Path, step: int) -> Path:
+    return Path(run_dir) / CHECKPOINTS / f"{_PREFIX}{step:06d}"
+
+
+def list_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
+    """Complete checkpoints of a run, oldest first."""
+    root = Path(run_dir) / CHECKPOINTS
+    if not root.is_dir():
+        return []
+    out = []
+    for p in root.iterdir():
+        if p.is_dir() and p.name.startswith(_PREFIX) and (p / "state.json").is_file():
+            try:
+                out.append((int(p.name[len(_PREFIX) :]), p))
+            except ValueError:
+                continue
+    return sorted(out)
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    found = list_checkpoints(run_dir)
+    return found[-1][1] if found else None
+
+
+def best_checkpoint(run_dir: Path) -> Path | None:
+    """The checkpoint with the best validation EM, if one was recorded and still exists."""
+    path = Path(run_dir) / CHECKPOINTS / BEST_FILE
+    if not path.is_file():
+        return None
+    step = json.loads(path.read_text())["step"]
+    folder = checkpoint_dir(run_dir, step)
+    return folder if (folder / "state.json").is_file() else None
+
+
+def clean_partial(run_dir: Path) -> None:
+    """Remove temporary folders left by a save that was killed."""
+    root = Path(run_dir) / CHECKPOINTS
+    if root.is_dir():
+        for p in root.iterdir():
+            if p.name.startswith(".tmp-") or p.name.startswith(".old-"):
+                shutil.rmtree(p, ignore_errors=True)
+
+
+def save_checkpoint(
+    run_dir: Path,
+    step: int,
+    *,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer | None,
+    scheduler: Any | None,
+    trainer_state: dict[str, Any],
+    generators: dict[str, torch.Generator] | None = None,
+    keep_last: int = 2,
+) -> Path:
+    """Write a complete checkpoint atomically, then prune all but the last `keep_last` (and the best)."""
+    final = checkpoint_dir(run_dir, step)
+    tmp = final.parent / f".tmp-{final.name}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_file(trainable_state(model), str(tmp / "weights.safetensors"))
+    torch.save(
+        {
+            "optimizer": optimizer.state_dict() if optimizer is not None else None,
+            "scheduler": scheduler.state_dict() if scheduler is not None else None,
+        },
+        tmp / "optimizer.pt",
+    )
+    torch.save(capture_rng(generators), tmp / "rng.pt")
+    (tmp / "state.json").write_text(json.dumps({**trainer_state, "step": step}, indent=2, sort_keys=True) + "\n")
+    for f in tmp.iterdir():  # data on disk before the rename makes the folder visible
+        with open(f, "rb") as fh:
+            os.fsync(fh.fileno())
+    if final.exists():  # re-saving a step (after a rollback): move the old one aside first
+        old = final.parent / f".old-{final.name}"
+        shutil.rmtree(old, ignore_errors=True)
+        os.rename(final, old)
+        os.rename(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(tmp, final)
+    _prune(run_dir, keep_last)
+    return final
+
+
+def mark_best(run_dir: Path, step: int, score: float) -> None:
+    atomic_write_json(Path(run_dir) / CHECKPOINTS / BEST_FILE, {"step": step, "score": score})
+
+
+def _prune(run_dir: Path, keep_last: int) -> None:
+    found = list_checkpoints(run_dir)
+    best = best_checkpoint(run_dir)
+    for _, path in found[: max(0, len(found) - keep_last)]:
+        if best is None or path != best:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def load_checkpoint(
+    folder: Path,
+    *,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler: Any | None = None,
+    generators: dict[str, torch.Generator] | None = None,
+    restore_rng_state: bool = True,
+) -> dict[str, Any]:
+    """Restore a checkpoint into live objects; returns the trainer state (with `step`)."""
+    folder = Path(folder)
+    if not (folder / "state.json").is_file():
+        raise SearchRLError(f"{folder} is not a complete checkpoint (no state.json)")
+    load_trainable_state(model, load_file(str(folder / "weights.safetensors")), folder / "weights.safetensors")
+    opt_state = torch.load(folder / "optimizer.pt", weights_only=False)
+    if optimizer is not None and opt_state["optimizer"] is not None:
+        optimizer.load_state_dict(opt_state["optimizer"])
+    if scheduler is not None and opt_state["scheduler"] is not None:
+        scheduler.load_state_dict(opt_state["scheduler"])
+    if restore_rng_state:
+        restore_rng(torch.load(folder / "rng.pt", weights_only=False), generators)
+    return json.loads((folder / "state.json").read_text())

@@ -1,0 +1,532 @@
+"""Collapse monitor: rules over the per-step metric series that warn before the reward falls.
+
+The trainer calls `CollapseMonitor.update(step, metrics)` once per step with the flat metrics row it
+logs to metrics.jsonl, writes each returned `MonitorEvent` to events.jsonl (`event.to_record()`, schema
+in docs/metrics.md), and acts on `strongest_action(events)`:
+
+- "warn": log the warning and continue;
+- "stop": save and stop training;
+- "rollback": restore the best checkpoint, multiply the learning rate by `cfg.rollback_lr_factor`, call
+  `monitor.on_rollback(step)` and continue. After `cfg.max_rollbacks` rollbacks a rollback decision
+  becomes "stop".
+
+    monitor = CollapseMonitor(MonitorConfig.from_dict(cfg.monitor))   # once, at start
+    monitor.load_state_dict(checkpoint["monitor"])                     # on resume
+    events = monitor.update(step, row)                                 # every step, after logging `row`
+    append_events(run_dir / "events.jsonl", events)
+    action = strongest_action(events)                                  # None, "warn", "rollback" or "stop"
+
+The monitor only decides; the trainer performs the stop or rollback. It is stateful (streaks, moving
+windows, best values, the early-entropy baseline) and serialisable with `state_dict()` /
+`load_state_dict()`, so a resumed run keeps its history.
+
+Default thresholds come from the papers' curves (../shared/reference/algorithms.md §1(d), §2(d), §3(d)):
+GRPO's importance ratio falls from ≈1 to ≈0.02 and its clip fraction spikes to ≈0.27 while reward
+collapses (SAPO Fig. 1); entropy rises ≈4× before the collapse (SAPO Fig. 1(c); CalibAdv's entropy
+spikes); the valid-search rate and reward fall to zero (LLDS Figs. 4 and 7).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+from searchrl.errors import ConfigError
+
+# Rule kinds. Each is a predicate over one metric's series; see `RuleConfig`.
+RULE_KINDS: tuple[str, ...] = ("below", "above", "above_early_median", "drop_from_best", "nonfinite")
+# What the trainer should do on a collapse warning, weakest first.
+ACTIONS: tuple[str, ...] = ("warn", "rollback", "stop")
+
+
+@dataclass(frozen=True)
+class RuleConfig:
+    """One collapse rule.
+
+    kind:
+      - "below": value < threshold for `patience` consecutive observed steps.
+      - "above": value > threshold for `patience` consecutive observed steps.
+      - "above_early_median": value > threshold × median(first `baseline_steps` observed values), for
+        `patience` consecutive steps after the baseline is set.
+      - "drop_from_best": moving average over `window` steps < threshold × best moving average so far,
+        after `warmup` observed steps, for `patience` consecutive steps (only once the best is > 0).
+      - "nonfinite": a listed metric is NaN or ±inf, or a listed `…_count` metric is > threshold.
+    metrics: the metric keys, in order of preference; the first one present with a finite value in a
+      step's row is used (e.g. `diag/is_ratio_mean`, then the trainer's `actor/is_ratio_mean`). For
+      "nonfinite" every listed key is checked. A step where none has a finite value is not observed:
+      it neither extends nor breaks a streak (NaN means "not applicable" in the metric schema).
+    action: overrides `MonitorConfig.on_collapse` for this rule (None: use it).
+    A rule fires once when its condition has held `patience` steps, then stays quiet until the
+    condition clears (no warning every step while collapsed).
+    """
+
+    kind: str
+    metrics: tuple[str, ...]
+    threshold: float
+    patience: int = 1
+    window: int = 1
+    warmup: int = 0
+    baseline_steps: int = 5
+    enabled: bool = True
+    action: str | None = None
+    description: str = ""
+
+
+def default_rules() -> dict[str, RuleConfig]:
+    """The default rules, with thresholds read from the papers' curves."""
+    return {
+        "is_ratio_low": RuleConfig(
+            kind="below", metrics=("diag/is_ratio_mean", "actor/is_ratio_mean"), threshold=0.5, patience=3,
+            description="importance ratio collapsing toward 0 (SAPO Fig. 1a: GRPO falls from ~1 to ~0.02)",
+        ),
+        "clip_spike": RuleConfig(
+            kind="above", metrics=("diag/clip_frac", "actor/clip_frac"), threshold=0.2, patience=3,
+            description="PPO clip fraction spiking (SAPO Fig. 1b: GRPO reaches ~0.27 at collapse)",
+        ),
+        "entropy_blowup": RuleConfig(
+            kind="above_early_median", metrics=("diag/entropy", "actor/entropy"), threshold=3.0, patience=1,
+            baseline_steps=5,
+            description="entropy running away from its early level (SAPO Fig. 1c: ~1 to ~4.4 before collapse)",
+        ),
+        "format_drop": RuleConfig(
+            kind="drop_from_best", metrics=("diag/format_valid", "env/format_valid"), threshold=0.5,
+            window=5, warmup=10,
+            description="valid-format rate halved from its best (LLDS Fig. 4: valid searches fall to 0)",
+        ),
+        "reward_drop": RuleConfig(
+            kind="drop_from_best", metrics=("reward/mean",), threshold=0.5, window=5, warmup=10,
+            description="reward halved from its best moving average (SAPO Fig. 1d, LLDS Fig. 7)",
+        ),
+        "nonfinite": RuleConfig(
+            kind="nonfinite", metrics=("actor/pg_loss", "actor/grad_norm", "diag/grad_norm", "diag/nonfinite_count"),
+            threshold=0.0,
+            description="NaN or Inf in the loss or gradient",
+        ),
+    }
+
+
+@dataclass(frozen=True)
+class MonitorConfig:
+    """Collapse-monitor settings (config key `monitor`; docs/metrics.md lists the rules).
+
+    on_collapse: what a firing rule asks the trainer to do: "warn", "stop" or "rollback".
+    rollback_lr_factor: a rollback multiplies the learning rate by this (in (0, 1]).
+    max_rollbacks: rollbacks allowed per run; beyond it a rollback decision becomes "stop".
+    rules: rule name -> RuleConfig; `from_dict` merges user settings onto `default_rules()`.
+    """
+
+    enabled: bool = True
+    on_collapse: str = "warn"
+    rollback_lr_factor: float = 0.5
+    max_rollbacks: int = 2
+    rules: dict[str, RuleConfig] = field(default_factory=default_rules)
+
+    def __post_init__(self) -> None:
+        _validate_monitor(self, "monitor")
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None, *, where: str = "monitor") -> MonitorConfig:
+        """Build from a config mapping, e.g. YAML `monitor:` after dotted overrides.
+
+        Top-level keys: enabled, on_collapse, rollback_lr_factor, max_rollbacks, rules. `rules.<name>`
+        maps to RuleConfig fields; for a default rule only the fields given change (e.g.
+        `monitor.rules.clip_spike.patience=5`, `monitor.rules.entropy_blowup.enabled=false`); a new
+        rule needs `kind`, `metrics` (or `metric`) and `threshold`. Errors name the key and the allowed
+        values.
+        """
+        raw = dict(raw or {})
+        allowed = {f.name for f in fields(cls)}
+        unknown = sorted(set(raw) - allowed)
+        if unknown:
+            raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed keys: {', '.join(sorted(allowed))}")
+        rules = default_rules()
+        raw_rules = raw.pop("rules", None) or {}
+        if not isinstance(raw_rules, Mapping):
+            raise ConfigError(f"{where}.rules: expected a mapping of rule name -> settings, got {raw_rules!r}")
+        for name, spec in raw_rules.items():
+            rules[str(name)] = _rule_from_dict(spec, rules.get(str(name)), f"{where}.rules.{name}")
+        kwargs: dict[str, Any] = {"rules": rules}
+        if "enabled" in raw:
+            kwargs["enabled"] = _as_bool(raw["enabled"], f"{where}.enabled")
+        if "on_collapse" in raw:
+            kwargs["on_collapse"] = str(raw["on_collapse"])
+        if "rollback_lr_factor" in raw:
+            kwargs["rollback_lr_factor"] = _as_float(raw["rollback_lr_factor"], f"{where}.rollback_lr_factor")
+        if "max_rollbacks" in raw:
+            kwargs["max_rollbacks"] = _as_int(raw["max_rollbacks"], f"{where}.max_rollbacks")
+        defaults = {f.name: f.default for f in fields(cls) if f.name != "rules"}
+        # Validate with the caller's key prefix first, so errors name the key as the user wrote it.
+        _validate_monitor(_MonitorFields(**{**defaults, **kwargs}), where)
+        return cls(**kwargs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (for the run's saved config); `from_dict(to_dict())` gives an equal config."""
+        out = asdict(self)
+        for rule in out["rules"].values():
+            rule["metrics"] = list(rule["metrics"])
+        return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# Validation and coercion (errors name the key)
+# ----------------------------------------------------------------------------------------------------
+
+
+def _as_bool(value: Any, key: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ConfigError(f"{key}: expected true or false, got {value!r}")
+
+
+def _as_int(value: Any, key: str) -> int:
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: expected an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise ConfigError(f"{key}: expected an integer, got {value!r}")
+
+
+def _as_float(value: Any, key: str) -> float:
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: expected a number, got {value!r}")
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key}: expected a number, got {value!r}") from None
+    if not math.isfinite(out):
+        raise ConfigError(f"{key}: expected a finite number, got {value!r}")
+    return out
+
+
+def _rule_from_dict(spec: Any, base: RuleConfig | None, where: str) -> RuleConfig:
+    if spec is False or spec is None:
+        if base is None:
+            raise ConfigError(f"{where}: unknown rule cannot be disabled; known rules: {', '.join(default_rules())}")
+        return replace(base, enabled=False)
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{where}: expected a mapping of rule settings or false, got {spec!r}")
+    spec = dict(spec)
+    if "metric" in spec:
+        if "metrics" in spec:
+            raise ConfigError(f"{where}: give either `metric` or `metrics`, not both")
+        spec["metrics"] = spec.pop("metric")
+    allowed = {f.name for f in fields(RuleConfig)}
+    unknown = sorted(set(spec) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed keys: metric, {', '.join(sorted(allowed))}")
+    if base is None:
+        missing = [k for k in ("kind", "metrics", "threshold") if k not in spec]
+        if missing:
+            raise ConfigError(
+                f"{where}: a new rule needs {', '.join(missing)} (known rules: {', '.join(default_rules())})"
+            )
+    values: dict[str, Any] = {} if base is None else asdict(base)
+    for key, value in spec.items():
+        k = f"{where}.{key}"
+        if key in ("patience", "window", "warmup", "baseline_steps"):
+            values[key] = _as_int(value, k)
+        elif key == "threshold":
+            values[key] = _as_float(value, k)
+        elif key == "enabled":
+            values[key] = _as_bool(value, k)
+        elif key == "metrics":
+            metrics = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, Sequence) else None
+            if not metrics or not all(isinstance(m, str) and m for m in metrics):
+                raise ConfigError(f"{k}: expected a metric key or a list of metric keys, got {value!r}")
+            values[key] = metrics
+        elif key == "action":
+            values[key] = None if value is None else str(value)
+        else:
+            values[key] = str(value)
+    values["metrics"] = tuple(values["metrics"])
+    return RuleConfig(**values)
+
+
+def _validate_rule(name: str, rule: RuleConfig, where: str) -> None:
+    if rule.kind not in RULE_KINDS:
+        raise ConfigError(f"{where}.kind: {rule.kind!r} is not a rule kind; allowed: {', '.join(RULE_KINDS)}")
+    if not rule.metrics:
+        raise ConfigError(f"{where}.metrics: at least one metric key is needed")
+    if rule.action is not None and rule.action not in ACTIONS:
+        raise ConfigError(f"{where}.action: {rule.action!r} is not allowed; allowed: {', '.join(ACTIONS)} or null")
+    for key in ("patience", "window", "baseline_steps"):
+        if getattr(rule, key) < 1:
+            raise ConfigError(f"{where}.{key}: must be >= 1, got {getattr(rule, key)}")
+    if rule.warmup < 0:
+        raise ConfigError(f"{where}.warmup: must be >= 0, got {rule.warmup}")
+    if not math.isfinite(rule.threshold):
+        raise ConfigError(f"{where}.threshold: must be finite, got {rule.threshold}")
+    if rule.kind == "drop_from_best" and not 0.0 < rule.threshold < 1.0:
+        raise ConfigError(f"{where}.threshold: a drop_from_best factor must be in (0, 1), got {rule.threshold}")
+    if rule.kind == "above_early_median" and rule.threshold <= 0.0:
+        raise ConfigError(f"{where}.threshold: an above_early_median factor must be > 0, got {rule.threshold}")
+
+
+@dataclass
+class _MonitorFields:
+    enabled: bool
+    on_collapse: str
+    rollback_lr_factor: float
+    max_rollbacks: int
+    rules: dict[str, RuleConfig]
+
+
+def _validate_monitor(cfg: MonitorConfig | _MonitorFields, where: str) -> None:
+    if cfg.on_collapse not in ACTIONS:
+        raise ConfigError(f"{where}.on_collapse: {cfg.on_collapse!r} is not allowed; allowed: {', '.join(ACTIONS)}")
+    if not 0.0 < cfg.rollback_lr_factor <= 1.0:
+        raise ConfigError(f"{where}.rollback_lr_factor: must be in (0, 1], got {cfg.rollback_lr_factor}")
+    if cfg.max_rollbacks < 0:
+        raise ConfigError(f"{where}.max_rollbacks: must be >= 0, got {cfg.max_rollbacks}")
+    for name, rule in cfg.rules.items():
+        if not isinstance(rule, RuleConfig):
+            raise ConfigError(f"{where}.rules.{name}: expected a RuleConfig, got {type(rule).__name__}")
+        _validate_rule(name, rule, f"{where}.rules.{name}")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Events
+# ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MonitorEvent:
+    """One collapse warning. `to_record()` is the events.jsonl line (docs/metrics.md)."""
+
+    step: int
+    rule: str
+    message: str
+    metric: str
+    value: float  # the value that crossed (a moving average for drop_from_best); NaN/inf for nonfinite
+    threshold: float  # the effective threshold (factor × baseline or × best for relative rules)
+    action: str  # "warn" | "rollback" | "stop": what the trainer should do
+
+    def to_record(self) -> dict[str, Any]:
+        """JSON-safe dict; a non-finite value is written as null (the message keeps its text)."""
+        def finite_or_none(x: float) -> float | None:
+            return float(x) if math.isfinite(x) else None
+
+        return {
+            "step": int(self.step), "rule": self.rule, "message": self.message, "metric": self.metric,
+            "value": finite_or_none(self.value), "threshold": finite_or_none(self.threshold),
+            "action": self.action,
+        }
+
+
+def strongest_action(events: Iterable[MonitorEvent]) -> str | None:
+    """The most severe action among `events` ("stop" > "rollback" > "warn"), None if there are none."""
+    ranked = [ACTIONS.index(e.action) for e in events]
+    return ACTIONS[max(ranked)] if ranked else None
+
+
+def append_events(path: str | os.PathLike[str], events: Iterable[MonitorEvent]) -> None:
+    """Append events as JSON lines to `path` (events.jsonl), flushed and fsynced (an append-only log)."""
+    lines = "".join(json.dumps(e.to_record()) + "\n" for e in events)
+    if not lines:
+        return
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(lines)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+# ----------------------------------------------------------------------------------------------------
+# The monitor
+# ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _RuleState:
+    streak: int = 0  # consecutive observed steps with the condition true
+    latched: bool = False  # fired and the condition has not cleared since
+    observed: int = 0  # observed (finite) steps
+    recent: list[float] = field(default_factory=list)  # last `window` values (drop_from_best)
+    best: float | None = None  # best moving average (drop_from_best)
+    baseline_values: list[float] = field(default_factory=list)  # first values (above_early_median)
+    streak_start: int | None = None  # step where the current streak began
+
+    def reset_streak(self) -> None:
+        self.streak, self.latched, self.streak_start = 0, False, None
+
+
+def _first_finite(metrics: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, float] | None:
+    for key in keys:
+        if key in metrics:
+            try:
+                value = float(metrics[key])
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(value):
+                return key, value
+    return None
+
+
+class CollapseMonitor:
+    """Watch the metric rows of a run and emit `MonitorEvent`s when a collapse rule fires."""
+
+    STATE_VERSION = 1
+
+    def __init__(self, cfg: MonitorConfig | None = None) -> None:
+        self.cfg = cfg if cfg is not None else MonitorConfig()
+        self.rollbacks_used = 0
+        self.last_step: int | None = None
+        self._states: dict[str, _RuleState] = {name: _RuleState() for name in self.cfg.rules}
+
+    # -- decisions -------------------------------------------------------------------------------
+
+    def _action(self, rule: RuleConfig) -> str:
+        action = rule.action or self.cfg.on_collapse
+        if action == "rollback" and self.rollbacks_used >= self.cfg.max_rollbacks:
+            return "stop"
+        return action
+
+    def update(self, step: int, metrics: Mapping[str, Any]) -> list[MonitorEvent]:
+        """Feed one step's metrics row; return the rules that fire at this step (usually none)."""
+        self.last_step = int(step)
+        if not self.cfg.enabled:
+            return []
+        events: list[MonitorEvent] = []
+        for name, rule in self.cfg.rules.items():
+            if not rule.enabled:
+                continue
+            state = self._states.setdefault(name, _RuleState())
+            event = self._check(name, rule, state, int(step), metrics)
+            if event is not None:
+                events.append(event)
+        return events
+
+    def _check(
+        self, name: str, rule: RuleConfig, state: _RuleState, step: int, metrics: Mapping[str, Any]
+    ) -> MonitorEvent | None:
+        if rule.kind == "nonfinite":
+            return self._check_nonfinite(name, rule, state, step, metrics)
+        found = _first_finite(metrics, rule.metrics)
+        if found is None:
+            return None  # not observed: NaN means "not applicable this step"
+        metric, value = found
+        state.observed += 1
+        condition, shown_value, threshold, relation = False, value, rule.threshold, ""
+        if rule.kind == "below":
+            condition, relation = value < rule.threshold, "<"
+        elif rule.kind == "above":
+            condition, relation = value > rule.threshold, ">"
+        elif rule.kind == "above_early_median":
+            if len(state.baseline_values) < rule.baseline_steps:
+                state.baseline_values.append(value)
+                return None  # the baseline steps themselves cannot fire
+            baseline = statistics.median(state.baseline_values)
+            threshold, relation = rule.threshold * baseline, ">"
+            condition = value > threshold
+        elif rule.kind == "drop_from_best":
+            state.recent = (state.recent + [value])[-rule.window :]
+            if len(state.recent) < rule.window:
+                return None
+            moving = sum(state.recent) / len(state.recent)
+            shown_value = moving
+            if state.best is None or moving > state.best:
+                state.best = moving
+            threshold, relation = rule.threshold * state.best, "<"
+            condition = state.observed > rule.warmup and state.best > 0 and moving < threshold
+        if not condition:
+            state.reset_streak()
+            return None
+        if state.streak == 0:
+            state.streak_start = step
+        state.streak += 1
+        if state.streak < rule.patience or state.latched:
+            return None
+        state.latched = True
+        what = f"moving average over {rule.window} steps of {metric}" if rule.kind == "drop_from_best" else metric
+        basis = ""
+        if rule.kind == "above_early_median":
+            basis = f" (= {rule.threshold:g} x median of its first {rule.baseline_steps} values)"
+        elif rule.kind == "drop_from_best":
+            basis = f" (= {rule.threshold:g} x its best, {state.best:.4g})"
+        duration = f" for {state.streak} consecutive steps since step {state.streak_start}" if rule.patience > 1 else ""
+        action = self._action(rule)
+        message = (
+            f"collapse warning [{name}] at step {step}: {what} = {shown_value:.4g} {relation} "
+            f"{threshold:.4g}{basis}{duration}; {rule.description}. Action: {action}."
+        )
+        return MonitorEvent(step, name, message, metric, shown_value, threshold, action)
+
+    def _check_nonfinite(
+        self, name: str, rule: RuleConfig, state: _RuleState, step: int, metrics: Mapping[str, Any]
+    ) -> MonitorEvent | None:
+        bad: tuple[str, float] | None = None
+        for key in rule.metrics:
+            if key not in metrics or metrics[key] is None:
+                continue
+            try:
+                value = float(metrics[key])
+            except (TypeError, ValueError):
+                continue
+            if not math.isfinite(value) or (key.endswith("_count") and value > rule.threshold):
+                bad = (key, value)
+                break
+        if bad is None:
+            state.reset_streak()
+            return None
+        state.observed += 1
+        if state.streak == 0:
+            state.streak_start = step
+        state.streak += 1
+        if state.streak < rule.patience or state.latched:
+            return None
+        state.latched = True
+        key, value = bad
+        action = self._action(rule)
+        message = f"collapse warning [{name}] at step {step}: {key} = {value:g}; {rule.description}. Action: {action}."
+        return MonitorEvent(step, name, message, key, value, rule.threshold, action)
+
+    def on_rollback(self, step: int) -> None:
+        """The trainer restored a checkpoint at `step`: count it and clear streaks and moving windows.
+
+        Baselines and best values are kept: they describe the healthy run the checkpoint came from.
+        """
+        self.rollbacks_used += 1
+        self.last_step = int(step)
+        for state in self._states.values():
+            state.reset_streak()
+            state.recent = []
+
+    # -- persistence -----------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-serialisable state (store it in the checkpoint)."""
+        return {
+            "version": self.STATE_VERSION,
+            "rollbacks_used": self.rollbacks_used,
+            "last_step": self.last_step,
+            "rules": {name: asdict(state) for name, state in self._states.items()},
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore from `state_dict()`. Rules no longer configured are dropped; new rules start fresh."""
+        if state.get("version") != self.STATE_VERSION:
+            raise ValueError(
+                f"collapse monitor state has version {state.get('version')!r}, expected {self.STATE_VERSION}"
+            )
+        self.rollbacks_used = int(state.get("rollbacks_used", 0))
+        last = state.get("last_step")
+        self.last_step = None if last is None else int(last)
+        known = {f.name for f in fields(_RuleState)}
+        saved = state.get("rules", {})
+        self._states = {}
+        for name in self.cfg.rules:
+            raw = saved.get(name)
+            self._states[name] = _RuleState(**{k: v for k, v in raw.items() if k in known}) if raw else _RuleState()

@@ -1,0 +1,116 @@
+"""Checkpoints: exact round trip, atomic folders, pruning that keeps the best, metrics truncation on resume."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from searchrl.errors import SearchRLError
+from searchrl.training.checkpoint import (
+    atomic_write_json,
+    best_checkpoint,
+    checkpoint_dir,
+    clean_partial,
+    latest_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    mark_best,
+    save_checkpoint,
+)
+from searchrl.training.logger import read_jsonl, truncate_jsonl
+
+
+def _model(seed: int) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    model[0].weight.requires_grad_(True)
+    return model
+
+
+def _train_a_bit(model: torch.nn.Module, optimizer: torch.optim.Optimizer, steps: int) -> None:
+    for _ in range(steps):
+        loss = model(torch.randn(5, 4)).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def test_round_trip_restores_weights_optimizer_rng_and_state(tmp_path):
+    model = _model(0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    _train_a_bit(model, optimizer, 3)
+    generator = torch.Generator().manual_seed(7)
+    random.seed(1), np.random.seed(2), torch.manual_seed(3)
+    folder = save_checkpoint(tmp_path, 3, model=model, optimizer=optimizer, scheduler=None,
+                             trainer_state={"data_cursor": 24, "lr_scale": 0.5}, generators={"rollout": generator})
+    assert folder == checkpoint_dir(tmp_path, 3) and (folder / "weights.safetensors").is_file()
+    expected_draws = (random.random(), np.random.rand(), torch.rand(1).item(), torch.rand(1, generator=generator).item())
+    torch.manual_seed(11)
+    _train_a_bit(model, optimizer, 2)  # the live run goes on from the saved state
+
+    other = _model(1)  # different initial weights and a fresh optimiser
+    other_opt = torch.optim.AdamW(other.parameters(), lr=1e-2)
+    other_gen = torch.Generator().manual_seed(99)
+    state = load_checkpoint(folder, model=other, optimizer=other_opt, generators={"rollout": other_gen})
+    assert state["step"] == 3 and state["data_cursor"] == 24 and state["lr_scale"] == 0.5
+    draws = (random.random(), np.random.rand(), torch.rand(1).item(), torch.rand(1, generator=other_gen).item())
+    assert draws == expected_draws
+    torch.manual_seed(11)
+    _train_a_bit(other, other_opt, 2)  # same data: the AdamW moments must have been restored too
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, other.state_dict()[name]), name
+
+
+def test_only_trainable_parameters_are_saved_and_mismatches_are_refused(tmp_path):
+    model = _model(0)
+    model[2].weight.requires_grad_(False)
+    save_checkpoint(tmp_path, 1, model=model, optimizer=None, scheduler=None, trainer_state={})
+    from safetensors.torch import load_file
+
+    names = set(load_file(str(checkpoint_dir(tmp_path, 1) / "weights.safetensors")))
+    assert names == {"0.weight", "0.bias", "2.bias"}
+    different = torch.nn.Sequential(torch.nn.Linear(4, 3))
+    with pytest.raises(SearchRLError, match="do not match the model"):
+        load_checkpoint(checkpoint_dir(tmp_path, 1), model=different)
+
+
+def test_pruning_keeps_the_last_k_and_the_best(tmp_path):
+    model = _model(0)
+    for step in (1, 2, 3):
+        save_checkpoint(tmp_path, step, model=model, optimizer=None, scheduler=None, trainer_state={}, keep_last=2)
+    mark_best(tmp_path, 2, 0.5)
+    for step in (4, 5):
+        save_checkpoint(tmp_path, step, model=model, optimizer=None, scheduler=None, trainer_state={}, keep_last=2)
+    assert [s for s, _ in list_checkpoints(tmp_path)] == [2, 4, 5]
+    assert best_checkpoint(tmp_path) == checkpoint_dir(tmp_path, 2)
+    assert latest_checkpoint(tmp_path) == checkpoint_dir(tmp_path, 5)
+
+
+def test_a_killed_save_leaves_no_visible_checkpoint(tmp_path):
+    model = _model(0)
+    save_checkpoint(tmp_path, 1, model=model, optimizer=None, scheduler=None, trainer_state={})
+    partial = tmp_path / "checkpoints" / ".tmp-step_000002"  # what a save killed before its rename leaves
+    partial.mkdir()
+    (partial / "weights.safetensors").write_bytes(b"\0" * 10)
+    incomplete = tmp_path / "checkpoints" / "step_000003"  # a folder without state.json is not a checkpoint
+    incomplete.mkdir()
+    assert latest_checkpoint(tmp_path) == checkpoint_dir(tmp_path, 1)
+    clean_partial(tmp_path)
+    assert not partial.exists()
+    # Re-saving an existing step replaces it whole.
+    save_checkpoint(tmp_path, 1, model=model, optimizer=None, scheduler=None, trainer_state={"x": 2})
+    assert json.loads((checkpoint_dir(tmp_path, 1) / "state.json").read_text())["x"] == 2
+
+
+def test_truncate_jsonl_keeps_rows_up_to_the_step_and_drops_a_torn_line(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    rows = [{"step": s, "v": s * 1.5} for s in range(1, 6)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"step": 6, "v"')
+    assert truncate_jsonl(path, 3) == 3
+    assert read_jsonl(path) == rows[:3]
+    atomic_write_json(tmp_path / "x.json", {"a": float("nan")})
+    assert json.loads((tmp_path / "x.json").read_text())["a"] != 0

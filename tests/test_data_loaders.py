@@ -1,0 +1,239 @@
+"""Loaders: FlashRAG JSONL, Search-R1 parquet, folders, specs, benchmark names (offline error path)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from searchrl.cli import main as cli_main
+from searchrl.data import (
+    DataSource,
+    load_flashrag_jsonl,
+    load_parquet,
+    load_source,
+    load_sources,
+    question_from_searchr1_prompt,
+)
+from searchrl.errors import DataError
+
+SEARCH_R1_PROMPT = (
+    "Answer the given question. You must conduct reasoning inside <think> and </think> first every time you get "
+    "new information. After reasoning, if you find you lack some knowledge, you can call a search engine by "
+    "<search> query </search> and it will return the top searched results between <information> and "
+    "</information>. You can search as many times as your want. If you find no further external knowledge "
+    "needed, you can directly provide the answer inside <answer> and </answer>, without detailed illustrations. "
+    "For example, <answer> Beijing </answer>. Question: {q}\n"
+)
+
+
+def write_jsonl(path: Path, rows: list) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def flashrag_rows(n: int = 3) -> list[dict]:
+    return [{"id": f"q{i}", "question": f"who wrote book {i}", "golden_answers": [f"Author {i}"],
+             "metadata": {"type": "single-hop" if i % 2 else "bridge"}} for i in range(n)]
+
+
+# --- FlashRAG JSONL ------------------------------------------------------------------------------------
+
+
+def test_flashrag_jsonl_reads_rows_and_names_source_after_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "nq"
+    folder.mkdir()
+    path = write_jsonl(folder / "test.jsonl", [*flashrag_rows(3), ""])  # trailing blank line is fine
+    qs = load_flashrag_jsonl(path)
+    assert [q.id for q in qs] == ["q0", "q1", "q2"]
+    assert qs[1].golden_answers == ["Author 1"] and qs[1].metadata == {"type": "single-hop"}
+    assert {q.data_source for q in qs} == {"nq"}  # FlashRAG layout {dataset}/{split}.jsonl
+    assert qs[0].uid == "nq:q0"
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "expected"),
+    [
+        ("{not json", ":2: invalid JSON"),
+        (json.dumps({"id": "x", "question": "q?"}), ":2: field 'golden_answers' is missing"),
+        (json.dumps({"id": "x", "question": "q?", "golden_answers": 5}), ":2: field 'golden_answers' must be a list"),
+        (json.dumps({"id": "x", "question": "q?", "golden_answers": []}), ":2: field 'golden_answers' is empty"),
+        (json.dumps({"id": "x", "question": "", "golden_answers": ["a"]}), ":2: field 'question' must be"),
+        (json.dumps({"question": "q?", "golden_answers": ["a"]}), ":2: field 'id' is missing"),
+        (json.dumps({"id": "x", "question": "q?", "golden_answers": ["a"], "metadata": [1]}), ":2: field 'metadata'"),
+        (json.dumps(["a", "b"]), ":2: expected a JSON object"),
+        (json.dumps({"id": "q0", "question": "q?", "golden_answers": ["a"]}), ":2: field 'id' repeats 'q0'"),
+    ],
+)
+def test_flashrag_jsonl_errors_name_file_line_and_field(tmp_path: Path, bad_line: str, expected: str) -> None:
+    path = write_jsonl(tmp_path / "data.jsonl", [flashrag_rows(1)[0], bad_line])
+    with pytest.raises(DataError) as err:
+        load_flashrag_jsonl(path)
+    assert str(path) in str(err.value) and expected in str(err.value)
+
+
+def test_flashrag_jsonl_coerces_numeric_answers_and_ids(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "years.jsonl", [{"id": 7, "question": "when?", "golden_answers": [1912, "1912"]}])
+    (q,) = load_flashrag_jsonl(path)
+    assert q.id == "7" and q.golden_answers == ["1912", "1912"] and q.data_source == "years"
+
+
+def test_empty_and_missing_files(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="empty"):
+        load_flashrag_jsonl(write_jsonl(tmp_path / "e.jsonl", []))
+    with pytest.raises(DataError, match="cannot read"):
+        load_flashrag_jsonl(tmp_path / "missing.jsonl")
+
+
+# --- Search-R1 parquet ---------------------------------------------------------------------------------
+
+
+def searchr1_table(rows: list[tuple[str, str, list[str], int]]) -> pa.Table:
+    return pa.Table.from_pylist([
+        {"data_source": src,
+         "prompt": [{"role": "user", "content": SEARCH_R1_PROMPT.format(q=q)}],
+         "ability": "fact-reasoning",
+         "reward_model": {"style": "rule", "ground_truth": {"target": answers}},
+         "extra_info": {"split": "test", "index": index}}
+        for src, q, answers, index in rows
+    ])
+
+
+def test_searchr1_parquet_extracts_question_answers_and_source(tmp_path: Path) -> None:
+    path = tmp_path / "test.parquet"
+    pq.write_table(searchr1_table([
+        ("nq", "who got the first nobel prize in physics?", ["Wilhelm Conrad Röntgen"], 0),
+        ("hotpotqa", "which came first, A or B?", ["A"], 0),  # same per-source index as the nq row
+        ("nq", "when did x happen?", ["1901", "in 1901"], 1),
+    ]), path)
+    qs = load_parquet(path)
+    assert [q.question for q in qs] == ["who got the first nobel prize in physics?", "which came first, A or B?",
+                                        "when did x happen?"]
+    assert [q.data_source for q in qs] == ["nq", "hotpotqa", "nq"]
+    assert qs[2].golden_answers == ["1901", "in 1901"]
+    # Search-R1's per-source index collides across sources; the uid does not.
+    assert qs[0].id == qs[1].id == "0" and qs[0].uid != qs[1].uid
+    assert qs[0].metadata == {"split": "test"}
+
+
+def test_searchr1_parquet_row_errors(tmp_path: Path) -> None:
+    table = searchr1_table([("nq", "ok?", ["a"], 0)]).to_pylist()
+    broken = dict(table[0], reward_model={"style": "rule", "ground_truth": {"other": ["a"]}})
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.Table.from_pylist([table[0], broken]), path)
+    with pytest.raises(DataError) as err:
+        load_parquet(path)
+    assert f"{path}: row 1" in str(err.value) and "reward_model.ground_truth.target" in str(err.value)
+
+    no_question = dict(table[0], prompt=[{"role": "user", "content": "Answer something."}])
+    path2 = tmp_path / "noq.parquet"
+    pq.write_table(pa.Table.from_pylist([no_question]), path2)
+    with pytest.raises(DataError, match=r"row 0: field 'prompt' holds no 'Question: \.\.\.'"):
+        load_parquet(path2)
+
+    path3 = tmp_path / "dupe.parquet"
+    pq.write_table(searchr1_table([("nq", "a?", ["a"], 3), ("nq", "b?", ["b"], 3)]), path3)
+    with pytest.raises(DataError, match="row 1: question 'nq:3' repeats"):
+        load_parquet(path3)
+
+    junk = tmp_path / "junk.parquet"
+    junk.write_text("this is not parquet")
+    with pytest.raises(DataError, match="not a readable parquet file"):
+        load_parquet(junk)
+
+
+def test_flashrag_style_parquet(tmp_path: Path) -> None:
+    path = tmp_path / "flash.parquet"
+    pq.write_table(pa.Table.from_pylist(flashrag_rows(2)), path)
+    qs = load_parquet(path)
+    assert [q.id for q in qs] == ["q0", "q1"] and qs[0].data_source == "flash"
+
+
+def test_question_from_prompt_variants() -> None:
+    assert question_from_searchr1_prompt(SEARCH_R1_PROMPT.format(q="where is x?")) == "where is x?"
+    assert question_from_searchr1_prompt([{"role": "system", "content": "Question: no"},
+                                          {"role": "user", "content": "Question:   spaced out?  \n"}]) == "spaced out?"
+    assert question_from_searchr1_prompt("no marker") is None
+    assert question_from_searchr1_prompt("Question:   \n") is None
+
+
+# --- folders and specs ---------------------------------------------------------------------------------
+
+
+def test_folder_source_with_corpus_and_splits(tmp_path: Path) -> None:
+    folder = tmp_path / "mydata"
+    folder.mkdir()
+    write_jsonl(folder / "train.jsonl", flashrag_rows(4))
+    write_jsonl(folder / "test.jsonl", flashrag_rows(2))
+    write_jsonl(folder / "corpus.jsonl", [{"id": "0", "contents": '"T"\ntext'}])
+    src = load_source(str(folder))
+    assert isinstance(src, DataSource)
+    assert src.name == "mydata" and src.split == "test" and len(src.questions) == 2  # test before train
+    assert src.corpus_path == folder / "corpus.jsonl"
+    assert len(load_source(str(folder), split="train").questions) == 4
+    assert len(load_source(f"{folder}@train").questions) == 4
+    renamed = load_source(f"other={folder}@train")
+    assert renamed.name == "other" and {q.data_source for q in renamed.questions} == {"other"}
+    with pytest.raises(DataError, match="no question file found"):
+        load_source(str(folder), split="dev")
+
+
+def test_single_file_source_picks_up_sibling_corpus(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "questions.jsonl", flashrag_rows(2))
+    assert load_source(str(tmp_path / "questions.jsonl")).corpus_path is None
+    write_jsonl(tmp_path / "corpus.jsonl", [{"id": "0", "contents": '"T"\ntext'}])
+    assert load_source(str(tmp_path / "questions.jsonl")).corpus_path == tmp_path / "corpus.jsonl"
+
+
+def test_shared_data_folders_load(shared_data: Path) -> None:
+    nq = load_source(str(shared_data / "nq_oracle"))
+    assert nq.name == "nq_oracle" and len(nq.questions) == 500
+    assert nq.corpus_path == shared_data / "nq_oracle" / "corpus.jsonl"
+    hotpot = load_source(str(shared_data / "hotpotqa_distractor"))
+    assert {q.metadata["type"] for q in hotpot.questions} == {"bridge", "comparison"}
+
+
+def test_unknown_specs_explain_what_is_accepted(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="no such file or folder"):
+        load_source(str(tmp_path / "nope.jsonl"))
+    with pytest.raises(DataError, match="known benchmark"):
+        load_source("not_a_benchmark")
+    with pytest.raises(DataError, match="splits 'train' and 'test'"):
+        load_source("world@dev")
+    weird = tmp_path / "q.csv"
+    weird.write_text("a,b\n")
+    with pytest.raises(DataError, match="unsupported file type"):
+        load_source(str(weird))
+
+
+def test_duplicate_source_names_rejected(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "a.jsonl", flashrag_rows(1))
+    with pytest.raises(DataError, match="share the name"):
+        load_sources(f"{tmp_path / 'a.jsonl'},{tmp_path / 'a.jsonl'}")
+    two = load_sources(f"x={tmp_path / 'a.jsonl'},y={tmp_path / 'a.jsonl'}")
+    assert [s.name for s in two] == ["x", "y"]
+
+
+def test_benchmark_name_offline_error_says_how_to_supply_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DataError) as err:
+        load_source("nq")
+    msg = str(err.value)
+    assert "nq" in msg and "offline" in msg and "nq/test.jsonl" in msg and "hf download" in msg
+    with pytest.raises(DataError, match="hotpotqa/dev.jsonl"):  # the papers' eval split per benchmark
+        load_source("HotpotQA")
+    with pytest.raises(DataError, match="2wikimultihopqa/dev.jsonl"):
+        load_source("2wiki")
+
+
+def test_cli_data_show_reports_errors_without_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = write_jsonl(tmp_path / "bad.jsonl", ["{oops"])
+    assert cli_main(["data", "show", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:1: invalid JSON" in err and "Traceback" not in err
+    good = write_jsonl(tmp_path / "good.jsonl", flashrag_rows(2))
+    assert cli_main(["data", "show", str(good), "-n", "1"]) == 0
+    assert "good: 2 questions" in capsys.readouterr().out

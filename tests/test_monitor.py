@@ -1,0 +1,225 @@
+"""Collapse monitor: every rule fires on a series that crosses it and stays quiet on one that does not."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from searchrl.errors import ConfigError
+from searchrl.training.monitor import (
+    CollapseMonitor,
+    MonitorConfig,
+    MonitorEvent,
+    RuleConfig,
+    append_events,
+    default_rules,
+    strongest_action,
+)
+
+NAN = float("nan")
+
+
+def only(rule: str, **cfg: object) -> MonitorConfig:
+    """A config where only `rule` is enabled (so other defaults cannot fire on the synthetic rows)."""
+    rules = {name: {"enabled": name == rule} for name in default_rules()}
+    return MonitorConfig.from_dict({"rules": rules, **cfg})
+
+
+def feed(monitor: CollapseMonitor, key: str, values: list[float], start: int = 1) -> list[MonitorEvent]:
+    events = []
+    for offset, value in enumerate(values):
+        events += monitor.update(start + offset, {key: value})
+    return events
+
+
+def test_is_ratio_low_needs_three_consecutive_steps() -> None:
+    events = feed(CollapseMonitor(only("is_ratio_low")), "diag/is_ratio_mean", [1.0, 1.0, 0.4, 0.3, 0.2, 0.1])
+    assert [(e.step, e.rule, e.metric) for e in events] == [(5, "is_ratio_low", "diag/is_ratio_mean")]
+    assert events[0].value == pytest.approx(0.2) and events[0].threshold == pytest.approx(0.5)
+    assert "0.2 < 0.5" in events[0].message and "since step 3" in events[0].message
+    # A recovery in between resets the streak: quiet.
+    assert feed(CollapseMonitor(only("is_ratio_low")), "diag/is_ratio_mean", [0.4, 0.4, 0.9, 0.4, 0.4, 1.0]) == []
+    # A NaN step (not applicable) neither breaks nor extends the streak.
+    events = feed(CollapseMonitor(only("is_ratio_low")), "diag/is_ratio_mean", [0.4, NAN, 0.4, 0.4])
+    assert [e.step for e in events] == [4]
+
+
+def test_clip_spike_falls_back_to_the_trainer_key() -> None:
+    monitor = CollapseMonitor(only("clip_spike"))
+    events = feed(monitor, "actor/clip_frac", [0.01, 0.25, 0.27, 0.3])
+    assert [(e.step, e.metric) for e in events] == [(4, "actor/clip_frac")]
+    assert feed(CollapseMonitor(only("clip_spike")), "diag/clip_frac", [0.19, 0.2, 0.15, 0.2]) == []  # 0.2 is not > 0.2
+
+
+def test_entropy_blowup_against_early_median() -> None:
+    series = [1.0, 1.2, 0.8, 1.0, 1.0, 2.0, 3.5]  # median of the first five = 1.0
+    events = feed(CollapseMonitor(only("entropy_blowup")), "diag/entropy", series)
+    assert [(e.step, e.threshold) for e in events] == [(7, pytest.approx(3.0))]
+    assert feed(CollapseMonitor(only("entropy_blowup")), "diag/entropy", series[:6] + [2.9, 2.95]) == []
+    # The baseline steps themselves never fire, whatever their values.
+    assert feed(CollapseMonitor(only("entropy_blowup")), "diag/entropy", [0.1, 10.0, 10.0, 10.0, 10.0]) == []
+
+
+def test_format_drop_from_best_moving_average() -> None:
+    series = [0.9] * 12 + [0.3] * 5  # MA5 after k low steps: (0.9·(5−k) + 0.3·k)/5; < 0.45 from k = 4
+    events = feed(CollapseMonitor(only("format_drop")), "diag/format_valid", series)
+    assert [e.step for e in events] == [16]
+    assert events[0].value == pytest.approx(0.42) and events[0].threshold == pytest.approx(0.45)
+    assert feed(CollapseMonitor(only("format_drop")), "env/format_valid", [0.9] * 12 + [0.6] * 8) == []
+
+
+def test_reward_drop_respects_warmup_and_a_positive_best() -> None:
+    rising_then_collapse = [0.1 + 0.04 * i for i in range(15)] + [0.0] * 6
+    events = feed(CollapseMonitor(only("reward_drop")), "reward/mean", rising_then_collapse)
+    assert len(events) == 1 and events[0].rule == "reward_drop" and events[0].step > 15
+    # Collapse inside the warm-up (10 steps): quiet.
+    assert feed(CollapseMonitor(only("reward_drop")), "reward/mean", [0.5] * 5 + [0.0] * 4) == []
+    # A reward that never rose above 0 cannot "fall by half".
+    assert feed(CollapseMonitor(only("reward_drop")), "reward/mean", [0.0] * 30) == []
+    # Noise around a level is not a collapse.
+    noisy = [0.4 + (0.1 if i % 2 else -0.1) for i in range(40)]
+    assert feed(CollapseMonitor(only("reward_drop")), "reward/mean", noisy) == []
+
+
+def test_nonfinite_rule() -> None:
+    monitor = CollapseMonitor(only("nonfinite"))
+    assert monitor.update(1, {"actor/pg_loss": 0.3, "actor/grad_norm": 1.2, "diag/nonfinite_count": 0}) == []
+    events = monitor.update(2, {"actor/pg_loss": NAN, "actor/grad_norm": 1.2})
+    assert [(e.rule, e.metric) for e in events] == [("nonfinite", "actor/pg_loss")]
+    assert events[0].to_record()["value"] is None  # NaN is written as null
+    events = CollapseMonitor(only("nonfinite")).update(1, {"actor/pg_loss": 0.1, "diag/nonfinite_count": 2})
+    assert [e.metric for e in events] == ["diag/nonfinite_count"]
+    assert CollapseMonitor(only("nonfinite")).update(1, {"actor/grad_norm": math.inf})[0].metric == "actor/grad_norm"
+    assert CollapseMonitor(only("nonfinite")).update(1, {}) == []  # missing keys are not an error
+
+
+def test_fires_once_per_episode_and_rearms() -> None:
+    monitor = CollapseMonitor(only("clip_spike", rules={"clip_spike": {"patience": 1}}))
+    events = feed(monitor, "diag/clip_frac", [0.3, 0.3, 0.3, 0.1, 0.3])
+    assert [e.step for e in events] == [1, 5]
+
+
+def test_warns_before_the_reward_falls_on_a_sapo_fig1_like_curve() -> None:
+    """GRPO in SAPO Fig. 1: the ratio falls at ~step 90, the clip fraction spikes, reward collapses at ~120."""
+    monitor = CollapseMonitor()
+    first_step: dict[str, int] = {}
+    for step in range(1, 141):
+        decay = max(0.0, (step - 90) / 30)  # 0 before step 90, 1 at step 120
+        row = {
+            "diag/is_ratio_mean": 1.0 - 0.98 * min(1.0, decay),
+            "diag/clip_frac": 0.01 + 0.26 * min(1.0, decay),
+            "diag/entropy": 1.0 + 0.03 * min(step, 75),
+            "reward/mean": 0.55 * min(1.0, step / 60) * (1.0 if step < 115 else max(0.0, 1 - (step - 115) / 5)),
+            "diag/format_valid": 0.9,
+            "actor/pg_loss": 0.01,
+            "actor/grad_norm": 0.5,
+        }
+        for event in monitor.update(step, row):
+            first_step.setdefault(event.rule, step)
+    assert {"is_ratio_low", "clip_spike", "reward_drop"} <= set(first_step)
+    assert first_step["is_ratio_low"] < first_step["reward_drop"]
+    assert first_step["clip_spike"] < first_step["reward_drop"]
+    assert "format_drop" not in first_step and "nonfinite" not in first_step
+
+
+def test_actions_rollback_budget_and_strongest() -> None:
+    cfg = only("clip_spike", on_collapse="rollback", max_rollbacks=1, rules={"clip_spike": {"patience": 1}})
+    monitor = CollapseMonitor(cfg)
+    assert monitor.update(1, {"diag/clip_frac": 0.5})[0].action == "rollback"
+    monitor.on_rollback(1)
+    assert monitor.rollbacks_used == 1
+    # After the rollback the streak is cleared, so the same condition fires again, now beyond the budget.
+    assert monitor.update(2, {"diag/clip_frac": 0.5})[0].action == "stop"
+    events = [MonitorEvent(1, "a", "", "m", 0.0, 0.0, "warn"), MonitorEvent(1, "b", "", "m", 0.0, 0.0, "rollback")]
+    assert strongest_action(events) == "rollback" and strongest_action([]) is None
+    # A rule can override the run-wide action.
+    cfg = only("nonfinite", rules={"nonfinite": {"action": "stop"}})
+    assert CollapseMonitor(cfg).update(1, {"actor/pg_loss": NAN})[0].action == "stop"
+
+
+def test_state_round_trip_matches_an_uninterrupted_run() -> None:
+    def rows() -> list[dict[str, float]]:
+        out = []
+        for step in range(1, 41):
+            out.append({
+                "reward/mean": 0.5 if step < 25 else 0.05,
+                "diag/entropy": 1.0 if step < 30 else 4.0,
+                "diag/is_ratio_mean": 1.0 if step < 20 else 0.3,
+                "diag/clip_frac": 0.0,
+                "diag/format_valid": 0.9,
+            })
+        return out
+
+    full = CollapseMonitor()
+    expected = [e for step, row in enumerate(rows(), 1) for e in full.update(step, row)]
+    assert {e.rule for e in expected} == {"reward_drop", "entropy_blowup", "is_ratio_low"}
+
+    first = CollapseMonitor()
+    got = [e for step, row in enumerate(rows()[:22], 1) for e in first.update(step, row)]
+    state = json.loads(json.dumps(first.state_dict()))  # must survive JSON (it goes into the checkpoint)
+    resumed = CollapseMonitor()
+    resumed.load_state_dict(state)
+    got += [e for step, row in enumerate(rows()[22:], 23) for e in resumed.update(step, row)]
+    assert got == expected
+    assert resumed.state_dict() == full.state_dict()
+    with pytest.raises(ValueError, match="version"):
+        CollapseMonitor().load_state_dict({"version": 99})
+
+
+def test_config_from_dict_merges_validates_and_round_trips() -> None:
+    cfg = MonitorConfig.from_dict({
+        "on_collapse": "rollback", "rollback_lr_factor": "0.25",
+        "rules": {
+            "clip_spike": {"patience": "5", "threshold": 0.3},
+            "entropy_blowup": False,
+            "kl_high": {"kind": "above", "metric": "actor/ppo_kl", "threshold": 0.05, "patience": 2},
+        },
+    })
+    assert cfg.on_collapse == "rollback" and cfg.rollback_lr_factor == 0.25
+    assert cfg.rules["clip_spike"] == RuleConfig(
+        kind="above", metrics=("diag/clip_frac", "actor/clip_frac"), threshold=0.3, patience=5,
+        description=default_rules()["clip_spike"].description,
+    )
+    assert not cfg.rules["entropy_blowup"].enabled
+    assert cfg.rules["kl_high"].metrics == ("actor/ppo_kl",)
+    assert MonitorConfig.from_dict(cfg.to_dict()) == cfg
+    assert MonitorConfig.from_dict(None) == MonitorConfig()
+    events = feed(CollapseMonitor(cfg), "actor/ppo_kl", [0.1, 0.1])
+    assert [e.rule for e in events] == ["kl_high"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"on_collapse": "panic"}, "train.monitor.on_collapse: 'panic' is not allowed; allowed: warn, rollback, stop"),
+        ({"rollback_lr_factor": 2}, "train.monitor.rollback_lr_factor: must be in (0, 1]"),
+        ({"max_rollbacks": -1}, "train.monitor.max_rollbacks: must be >= 0"),
+        ({"colour": 1}, "train.monitor.colour: unknown key; allowed keys:"),
+        ({"rules": {"clip_spike": {"patience": 0}}}, "train.monitor.rules.clip_spike.patience: must be >= 1"),
+        ({"rules": {"clip_spike": {"patince": 2}}}, "train.monitor.rules.clip_spike.patince: unknown key"),
+        ({"rules": {"clip_spike": {"patience": "many"}}}, "rules.clip_spike.patience: expected an integer"),
+        ({"rules": {"reward_drop": {"threshold": 1.5}}}, "rules.reward_drop.threshold: a drop_from_best factor"),
+        ({"rules": {"mine": {"metric": "x", "threshold": 1}}}, "rules.mine: a new rule needs kind"),
+        ({"rules": {"mine": {"kind": "sideways", "metric": "x", "threshold": 1}}}, "rules.mine.kind: 'sideways'"),
+        ({"rules": {"mine": False}}, "rules.mine: unknown rule cannot be disabled"),
+        ({"rules": {"clip_spike": {"action": "explode"}}}, "rules.clip_spike.action: 'explode' is not allowed"),
+    ],
+)
+def test_config_errors_name_the_key(raw: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        MonitorConfig.from_dict(raw, where="train.monitor")
+    assert message in str(info.value)
+
+
+def test_disabled_monitor_and_event_records(tmp_path) -> None:
+    assert feed(CollapseMonitor(MonitorConfig(enabled=False)), "diag/is_ratio_mean", [0.0] * 10) == []
+    events = feed(CollapseMonitor(only("is_ratio_low")), "diag/is_ratio_mean", [0.1, 0.1, 0.1])
+    path = tmp_path / "events.jsonl"
+    append_events(path, events)
+    append_events(path, [])
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines == [events[0].to_record()]
+    assert set(lines[0]) == {"step", "rule", "message", "metric", "value", "threshold", "action"}
+    assert lines[0]["step"] == 3 and lines[0]["rule"] == "is_ratio_low" and lines[0]["action"] == "warn"

@@ -1,0 +1,220 @@
+"""`searchrl train` end to end on a tiny random model and the synthetic world, plus the loop's invariants:
+updates per rollout, the loss mask, non-finite updates, Ctrl-C and kill -9 + resume equivalence."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from searchrl.training.config import load_config
+from searchrl.training.logger import read_jsonl
+
+REPO = Path(__file__).resolve().parents[1]
+TIME_KEYS = ("time/",)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    from searchrl.models import build_tiny_random_model
+
+    return build_tiny_random_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    # Two cores shared by many processes: one intra-op thread is faster and deterministic.
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def tiny_overrides(model: Path, run_dir: Path, **extra: object) -> list[str]:
+    values = {
+        "model.name": str(model), "run.dir": str(run_dir), "train.steps": 3, "train.batch_size": 2,
+        "train.group_size": 2, "train.mini_batch_size": 2, "train.micro_batch_size": 1, "train.warm_start": "null",
+        "rollout.max_turns": 1, "rollout.max_turn_tokens": 8, "rollout.max_obs_tokens": 48, "val.at_start": "false",
+        "val.untrained": "false", "val.max_questions": 4, "val.batch_size": 4, "val.every": 0,
+        "checkpoint.every": 1, "log.samples_every": 1, "log.console": "false",
+    }
+    values.update({k.replace("__", "."): v for k, v in extra.items()})
+    return [f"{k}={v}" for k, v in values.items()]
+
+
+def rows_without_time(path: Path) -> list[dict]:
+    return [{k: v for k, v in row.items() if not k.startswith(TIME_KEYS)} for row in read_jsonl(path)]
+
+
+def same(a: object, b: object) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+def test_tiny_run_end_to_end_writes_the_run_folder(tiny_model, tmp_path):
+    from searchrl.algorithms import policy_loss_names
+    from searchrl.models import load_policy
+    from searchrl.training.diagnostics import ALL_DIAGNOSTIC_KEYS
+    from searchrl.training.loop import train
+
+    run = tmp_path / "run"
+    cfg = load_config("demo", tiny_overrides(tiny_model, run, train__ppo_epochs=2))
+    summary = train(cfg, console=False)
+    rows = read_jsonl(run / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    documented = {"reward/mean", "actor/pg_loss", "actor/is_ratio_mean", "actor/is_ratio_min", "actor/clip_frac",
+                  "actor/ppo_kl", "actor/entropy", "actor/grad_norm", "actor/penalty", "env/searches_mean",
+                  "env/format_valid", "response/length_mean", "time/rollout_s", "time/update_s", "time/step_s",
+                  "actor/nonfinite_skips", "val/world/em", "val/world/em_ci_low", "val/world/em_ci_high"}
+    documented |= set(ALL_DIAGNOSTIC_KEYS) - {f"diag/{n}_active" for n in ("sapo", "llds")}
+    documented |= {f"diag/{n}_active" for n in policy_loss_names("penalty")}
+    for row in rows:
+        assert documented <= set(row), documented - set(row)
+        assert set(row) == set(rows[0])  # the key set never changes
+        # B*G / mini_batch_size updates per epoch, two epochs.
+        assert row["actor/updates"] == cfg.derived.updates_per_step == 4
+    assert math.isnan(rows[0]["val/world/em"]) and not math.isnan(rows[-1]["val/world/em"])
+    assert sorted(p.name for p in (run / "samples").iterdir()) == ["step_0001.jsonl", "step_0002.jsonl", "step_0003.jsonl"]
+    sample = json.loads((run / "samples" / "step_0001.jsonl").read_text().splitlines()[0])
+    assert "response_text" in sample and len(sample["response_ids"]) == len(sample["response_mask"])
+    assert (run / "config.yaml").is_file() and load_config(run / "config.yaml") == cfg
+    assert list((run / "tb").iterdir())
+    assert json.loads((run / "final_eval.json").read_text())["datasets"]["world"]["n"] == 4
+    assert summary["steps"] == 3 and summary["evals"]["final"]["world"]["n"] == 4
+    model, _ = load_policy(run / "final_model")  # loadable by `searchrl eval`
+    saved = load_file(str(run / "checkpoints" / "step_000003" / "weights.safetensors"))
+    for name, value in model.named_parameters():
+        assert torch.equal(value, saved[name])
+
+
+def test_updates_per_rollout_and_the_loss_mask_follow_the_config(tiny_model, tmp_path, monkeypatch):
+    from searchrl.algorithms import Objective
+    from searchrl.rollout import RolloutEngine
+    from searchrl.training import loop
+
+    steps, plans, masks, rollouts = [], [], [], []
+    real_step, real_plan, real_loss, real_run = torch.optim.AdamW.step, loop.minibatch_plan, Objective.loss, RolloutEngine.run
+
+    def counting_step(self, *a, **k):
+        steps.append(1)
+        return real_step(self, *a, **k)
+
+    def recording_plan(n, cfg, step):
+        plans.append(real_plan(n, cfg, step))
+        return plans[-1]
+
+    def recording_loss(self, batch):
+        masks.append(batch.response_mask.clone())
+        return real_loss(self, batch)
+
+    def recording_run(self, *a, **k):
+        rollouts.append(real_run(self, *a, **k))
+        return rollouts[-1]
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", counting_step)
+    monkeypatch.setattr(loop, "minibatch_plan", recording_plan)
+    monkeypatch.setattr(Objective, "loss", recording_loss)
+    monkeypatch.setattr(RolloutEngine, "run", recording_run)
+    cfg = load_config("demo", tiny_overrides(tiny_model, tmp_path / "run", train__steps=2, train__batch_size=2,
+                                             train__group_size=3, train__mini_batch_size=2, train__micro_batch_size=1,
+                                             train__ppo_epochs=2, rollout__max_turns=2, checkpoint__every=0,
+                                             log__samples_every=0))
+    loop.train(cfg, console=False)
+    # 6 trajectories / 2 per update = 3 updates per epoch, 2 epochs, 2 steps.
+    assert len(steps) == cfg.derived.updates_per_step * 2 == 12
+    train_rollouts = [r for r in rollouts if len(r) == 6]  # validation runs one sample per question
+    assert len(train_rollouts) == 2
+    calls = iter(masks)
+    for trajectories, plan in zip(train_rollouts, plans):
+        for epoch in plan:
+            for mini in epoch:
+                assert len(mini) == 2 and sum(len(m) for m in mini) == 2
+                for micro in mini:
+                    traj = trajectories[micro[0]]
+                    if sum(traj.response_mask) == 0:
+                        continue
+                    mask = next(calls)
+                    expected = torch.tensor(traj.response_mask, dtype=mask.dtype)
+                    assert torch.equal(mask[0, : len(expected)], expected)
+                    assert mask[0, len(expected):].sum() == 0
+    assert next(calls, None) is None
+
+
+def test_a_nan_loss_is_skipped_logged_and_repeated_ones_roll_back(tiny_model, tmp_path):
+    from searchrl.training.loop import train
+
+    run = tmp_path / "run"
+    cfg = load_config("demo", tiny_overrides(tiny_model, run, train__debug_inject_nan_step=2,
+                                             train__nonfinite_rollback_after=2))
+    train(cfg, console=False)
+    rows = read_jsonl(run / "metrics.jsonl")
+    # Both updates of step 2 are skipped (2 in a row: a rollback to the step-1 checkpoint, lr halved).
+    assert [r["actor/nonfinite_skips"] for r in rows] == [0.0, 2.0, 0.0]
+    assert rows[1]["diag/nonfinite_count"] >= 1 and rows[0]["diag/nonfinite_count"] == 0
+    events = read_jsonl(run / "events.jsonl")
+    assert any(e["rule"] == "nonfinite" and e["step"] == 2 for e in events)
+    state = json.loads((run / "checkpoints" / "step_000003" / "state.json").read_text())
+    assert state["nonfinite_rollbacks"] == 1 and state["lr_scale"] == 0.5
+    assert rows[2]["actor/lr"] == pytest.approx(0.5 * rows[0]["actor/lr"])
+
+
+def _train_process(args: list[str], **kw) -> subprocess.Popen:
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    return subprocess.Popen([sys.executable, "-m", "searchrl.cli", "train", "--quiet", *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _wait_rows(path: Path, n: int, proc: subprocess.Popen, timeout: float = 300) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if path.is_file() and len(path.read_text().splitlines()) >= n:
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"training exited early: {proc.stderr.read()}")
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting for metrics rows")
+
+
+def test_kill_9_and_resume_replays_the_same_steps(tiny_model, tmp_path):
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    base = dict(train__steps=4, checkpoint__every=2, log__samples_every=0, log__tensorboard="false")
+    ref = _train_process(tiny_overrides(tiny_model, straight, **base))
+    victim = _train_process(tiny_overrides(tiny_model, killed, **base))
+    _wait_rows(killed / "metrics.jsonl", 3, victim)  # mid-way: after step 3, before its checkpoint (every 2)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    assert ref.wait(timeout=600) == 0, ref.stderr.read()
+    resumed = _train_process(["--resume", str(killed)])
+    assert resumed.wait(timeout=600) == 0, resumed.stderr.read()
+    a, b = rows_without_time(straight / "metrics.jsonl"), rows_without_time(killed / "metrics.jsonl")
+    assert [r["step"] for r in b] == [1, 2, 3, 4]
+    for row_a, row_b in zip(a, b, strict=True):
+        assert row_a.keys() == row_b.keys()
+        diff = [k for k in row_a if not same(row_a[k], row_b[k])]
+        assert not diff, (row_a["step"], {k: (row_a[k], row_b[k]) for k in diff})
+    wa = load_file(str(straight / "checkpoints" / "step_000004" / "weights.safetensors"))
+    wb = load_file(str(killed / "checkpoints" / "step_000004" / "weights.safetensors"))
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tiny_model, tmp_path):
+    run = tmp_path / "run"
+    proc = _train_process(tiny_overrides(tiny_model, run, train__steps=50, checkpoint__every=0, log__samples_every=0))
+    _wait_rows(run / "metrics.jsonl", 1, proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "Resume with: searchrl train --resume" in err and "Traceback" not in err
+    rows = read_jsonl(run / "metrics.jsonl")
+    checkpoints = sorted(p.name for p in (run / "checkpoints").iterdir() if p.name.startswith("step_"))
+    assert checkpoints and int(checkpoints[-1].split("_")[1]) == len(rows) >= 1
