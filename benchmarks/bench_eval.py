@@ -45,12 +45,14 @@ def main() -> int:
     parser.add_argument("--topk", type=int, default=2)
     parser.add_argument("--prefix", default="<search>")
     parser.add_argument("--zero-shot", action="store_true", help="no one-shot example in the prompt")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="torch threads (default 2; on a shared machine 1 avoids OpenMP oversubscription)")
     args = parser.parse_args()
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     from searchrl.cli import main as searchrl_main
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -17,11 +17,11 @@ What it measures (same model, prompts, retriever, sampling T=1.0, in one process
 - **useful tokens/s** = tokens kept in the trajectories (engine: sampled tokens, `response_mask` = 1; loop: the
   re-tokenised, cut responses) / wall time of the whole rollout (prefill, decode, retrieval, bookkeeping).
 - **encoded tokens**: tokens pushed through the model (prefill + decode), to show the cache reuse.
-- engine tokens/s for batches of `--sizes` trajectories.
+- engine tokens/s for batches of `--sizes` trajectories (`--sweep-turn-tokens` per turn).
 
-Target: engine useful tokens/s >= 2x the loop's. The prompt uses the assistant prefix `<search>` so the 135M
-model actually searches (cpu-feasibility.md §1). Data: the NQ sample in ../shared/data/nq_oracle (questions and
-a BM25 index over its 989 passages).
+Target: engine useful tokens/s >= 2x the loop's. The prompt is Search-R1's with a one-shot demo and the
+assistant prefix `<search>`, so the 135M model actually searches (cpu-feasibility.md §1). Data: the NQ sample in
+../shared/data/nq_oracle (questions, and a BM25 index over its 989 passages).
 """
 
 from __future__ import annotations
@@ -56,6 +56,15 @@ from searchrl.protocol import (  # noqa: E402
 from searchrl.rollout import HFBackend, RolloutConfig, RolloutEngine  # noqa: E402
 
 
+# A one-shot demo in Search-R1's format (cpu-feasibility.md §1: demo + a reply opened with `<search>` gives 7/8
+# closed searches from the 135M model; the opened reply alone gives few).
+DEMO_QUESTION = "who wrote the novel pride and prejudice"
+DEMO_RESPONSE = (
+    "<search>Pride and Prejudice author</search>\n\n<information>Doc 1(Title: \"Pride and Prejudice\") Pride and "
+    "Prejudice is an 1813 novel of manners by Jane Austen.</information>\n\n<answer>Jane Austen</answer>"
+)
+
+
 def load_questions(folder: Path, n: int) -> list[Question]:
     rows = [json.loads(line) for line in (folder / "questions.jsonl").open()]
     return [Question(str(r["id"]), r["question"], list(r["golden_answers"]), "nq") for r in rows[:n]]
@@ -78,7 +87,7 @@ def search_r1_loop(model, tok, retriever, protocol: ProtocolConfig, questions: l
     contexts = [list(p) for p in prompts]  # rolling state: re-encoded in full every turn
     first = [True] * len(prompts)
     active = [True] * len(prompts)
-    useful = generated = encoded = 0
+    useful = generated = encoded = n_searches = 0
     pad = tok.pad_token_id
 
     def generate(rows: list[int]) -> list[str]:
@@ -121,12 +130,13 @@ def search_r1_loop(model, tok, retriever, protocol: ProtocolConfig, questions: l
                 searches.append((r, action.content))
             else:
                 contexts[r] += tok(INVALID_ACTION_MESSAGE, add_special_tokens=False)["input_ids"]
+        n_searches += len(searches)
         if searches:
             results = retriever.search([q for _, q in searches], topk=topk)
             for (r, _), hits in zip(searches, results):
                 obs_ids = tok(render_observation(hits), add_special_tokens=False)["input_ids"][:max_obs]
                 contexts[r] += obs_ids
-    return {"useful": useful, "generated": generated, "encoded": encoded}
+    return {"useful": useful, "generated": generated, "encoded": encoded, "searches": n_searches}
 
 
 # ---------------------------------------------------------------------------- the engine
@@ -143,6 +153,7 @@ def run_engine(model, tok, retriever, protocol, questions, group, max_turns, tur
         "generated": useful,
         "encoded": backend.stats["prefill_tokens"] + backend.stats["decode_tokens"],
         "searches": sum(t.num_searches for t in trajs),
+        "forward_calls": backend.stats["forward_calls"],
         "finish": {r: sum(t.finish_reason == r for t in trajs) for r in ("answer", "max_turns", "length",
                                                                        "retrieval_error")},
     }
@@ -163,6 +174,7 @@ def main() -> int:
     parser.add_argument("--max-obs", type=int, default=200)
     parser.add_argument("--topk", type=int, default=3)
     parser.add_argument("--sizes", default="1,8,32", help="engine batch sizes (trajectories) to time")
+    parser.add_argument("--sweep-turn-tokens", type=int, default=64, help="tokens per turn in the batch sweep")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1 is faster on a busy CPU)")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--data", type=Path, default=SHARED / "nq_oracle")
@@ -174,7 +186,8 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     model, tok = load_policy("default")
     retriever = load_bm25(args.data)
-    protocol = ProtocolConfig(assistant_prefix="<search>")
+    protocol = ProtocolConfig(assistant_prefix="<search>", few_shot_question=DEMO_QUESTION,
+                              few_shot_response=DEMO_RESPONSE)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     questions = load_questions(args.data, max(args.questions, max(sizes, default=1)))
     common = (args.max_turns, args.turn_tokens, args.max_obs, args.topk)
@@ -214,7 +227,8 @@ def main() -> int:
     for size in sizes:
         group = 1 if size == 1 else 2
         qs = questions[: max(1, size // group)]
-        result, seconds = timed(run_engine, model, tok, retriever, protocol, qs, group, *common, 100 + size)
+        sweep_common = (args.max_turns, args.sweep_turn_tokens, args.max_obs, args.topk)
+        result, seconds = timed(run_engine, model, tok, retriever, protocol, qs, group, *sweep_common, 100 + size)
         sweep.append({"batch": len(qs) * group, "seconds": seconds, "tokens": result["useful"],
                       "tok_s": result["useful"] / seconds, "encoded": result["encoded"], "finish": result["finish"]})
         console.print(f"  batch {len(qs) * group}: {result['useful']} tokens in {seconds:.1f} s = "

@@ -20,8 +20,10 @@ from searchrl.algorithms import (
     gspo_loss,
     kl_penalty,
     llds_penalty,
+    llds_penalty_terms,
     ppo_clip_loss,
     sapo_penalty,
+    sapo_penalty_terms,
     silver_turn_scores,
     turn_ids,
     word_edit_similarity,
@@ -86,7 +88,7 @@ def test_grpo_advantages_by_hand() -> None:
     adv = grpo_advantages(torch.tensor([1.0, 0.0, 0.0, 0.5, 0.5, 0.7, 0.2]), ["a", "a", "a", "b", "b", "c", "d"])
     # group a: mean 1/3, unbiased std sqrt(1/3)
     std = math.sqrt(1 / 3)
-    assert adv[:3].tolist() == pytest.approx([(2 / 3) / (std + 1e-6), (-1 / 3) / (std + 1e-6)] + [(-1 / 3) / (std + 1e-6)])
+    assert adv[:3].tolist() == pytest.approx([(2 / 3) / (std + 1e-6)] + [(-1 / 3) / (std + 1e-6)] * 2)
     assert adv[3].item() == 0.0 and adv[4].item() == 0.0  # all-equal group: exactly 0
     # a group of one: mean 0, std 1 (verl / Search-R1)
     assert adv[5].item() == pytest.approx(0.7 / (1 + 1e-6)) and adv[6].item() == pytest.approx(0.2 / (1 + 1e-6))
@@ -413,7 +415,8 @@ def test_calibadv_matches_loop_oracle(seed: int) -> None:
     rewards, uid, mask, scores = _random_rollouts(gen, 24, 24)
     lam = [1.0, 0.5, 2.0][seed % 3]
     got = calibadv_advantages(rewards, uid, mask, scores, rebalance_ratio=lam)
-    torch.testing.assert_close(got.double(), _calibadv_loop_oracle(rewards, uid, mask, scores, lam), atol=1e-5, rtol=1e-5)
+    expected = _calibadv_loop_oracle(rewards, uid, mask, scores, lam)
+    torch.testing.assert_close(got.double(), expected, atol=1e-5, rtol=1e-5)
 
 
 def test_calibadv_soft_penalty_values() -> None:
@@ -681,3 +684,42 @@ def test_kl_derivatives_match_autograd(kind: str) -> None:
     }[kind]
     (oracle * weights).sum().backward()
     torch.testing.assert_close(ours, lp.grad)
+
+
+# ------------------------------------------------------------------------------------------- per-token penalty form
+
+
+@pytest.mark.parametrize("token_adv", [False, True])
+def test_per_token_penalties_aggregate_to_the_scalar_penalties(token_adv: bool) -> None:
+    lp, old, adv, mask = _random_policy(11, token_adv)
+    m = mask.double()
+    row = adv if adv.dim() == 1 else (adv * m).sum(-1) / m.sum(-1).clamp(min=1)
+    selected_tokens = (m * (row >= 0)[:, None]).sum()
+    for tau in (1.0, 1.1):
+        terms = sapo_penalty_terms(lp, old, adv, mask, tau=tau)
+        value, grad = _grad(lambda terms=terms: terms.per_token.sum() / selected_tokens, lp)
+        expected_value, expected_grad = _grad(lambda tau=tau: sapo_penalty(lp, old, adv, mask, tau=tau), lp)
+        torch.testing.assert_close(value, expected_value)
+        torch.testing.assert_close(grad, expected_grad)
+        terms = sapo_penalty_terms(lp, old, adv, mask, tau=tau)
+        paper = aggregate(terms.per_token, mask, "seq-mean-token-mean")  # SAPO Eq. 9
+        torch.testing.assert_close(paper, sapo_penalty(lp, old, adv, mask, tau=tau, normalization="paper"))
+    for gate in LLDS_GATES:
+        terms_fn = lambda gate=gate: llds_penalty_terms(lp, old, adv, mask, gate=gate).per_token  # noqa: E731
+        value, grad = _grad(lambda terms_fn=terms_fn: aggregate(terms_fn(), mask), lp)
+        expected_value, expected_grad = _grad(lambda gate=gate: llds_penalty(lp, old, adv, mask, gate=gate), lp)
+        torch.testing.assert_close(value, expected_value)
+        torch.testing.assert_close(grad, expected_grad)
+
+
+def test_per_token_penalty_masks_by_hand() -> None:
+    lp, old, adv, mask = _sapo_case()
+    terms = sapo_penalty_terms(lp, old, adv, mask)
+    # rows A ≥ 0: 0 and 1; acting tokens r ≤ 1: row 0 tokens 0 and 2, row 1 token 0
+    assert terms.selection_mask.tolist() == [[True, True, True, False], [True, False, False, False], [False] * 4]
+    assert terms.active_mask.tolist() == [[True, False, True, False], [True, False, False, False], [False] * 4]
+    assert terms.per_token[0].tolist() == pytest.approx([LN(2), 0.0, 0.0, 0.0])
+    lp, old, adv, mask = _llds_case()
+    terms = llds_penalty_terms(lp, old, adv, mask, gate="action")
+    assert terms.active_mask.nonzero().tolist() == [[0, 0]]
+    assert terms.selection_mask[1].tolist() == [False] * 6  # A < 0

@@ -273,6 +273,17 @@ def test_sapo_gradient_through_objective_is_minus_gamma_over_n() -> None:
     assert lp.grad.tolist() == [pytest.approx([-0.3 / n, 0.0, -0.3 / n]), pytest.approx([-0.3 / n, 0.0, 0.0])]
 
 
+def test_objective_penalty_terms_for_external_aggregation() -> None:
+    batch = _batch(6)
+    objective = build_objective({"name": "sapo", "penalties": ["sapo", "llds"], "llds": {"lam": 0.5}})
+    terms = objective.penalty_terms(batch)
+    assert [(name, coef) for name, coef, _ in terms] == [("sapo", 0.1), ("llds", 0.5)]
+    lp, old, adv, mask = batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask
+    llds = terms[1][2]
+    torch.testing.assert_close(aggregate(llds.per_token, mask), llds_penalty(lp, old, adv, mask))
+    assert llds.per_token.requires_grad and llds.active_mask.dtype == torch.bool
+
+
 def test_objective_reports_missing_inputs() -> None:
     batch = _batch(4)
     bare = PolicyBatch(batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask)
@@ -389,7 +400,8 @@ def test_padding_with_masked_tokens_changes_no_loss(case: tuple, mode: str) -> N
     answer = (torch.rand(lp.shape, generator=gen) > 0.5).long()
     for name in policy_loss_names():
         entry = get_policy_loss(name)
-        variants = [{}] if name != "llds" else [{"gate": g, "answer_weight": 0.5} for g in ("action", "response", "token")]
+        gates = ("action", "response", "token")
+        variants = [{}] if name != "llds" else [{"gate": g, "answer_weight": 0.5} for g in gates]
         for extra in variants:
             params = entry.params(**extra)
             ctx = LossContext(lp, old, adv, mask, loss_agg_mode=mode, norm_constant=7.0)

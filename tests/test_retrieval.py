@@ -223,6 +223,10 @@ def test_manifest_and_load_retriever_forms(bm25_dir: Path, nq_corpus: Path, tmp_
     assert isinstance(retriever, CachedRetriever) and retriever.kind == "bm25" and retriever.num_docs == 989
     plain = load_retriever(bm25_dir, cache=False)
     assert not isinstance(plain, CachedRetriever)
+    with pytest.raises(ConfigError, match=r"unknown option\(s\) for loading an index: timeout"):
+        load_retriever(bm25_dir, timeout=3)
+    with pytest.raises(ConfigError, match="apply to dense and hybrid indexes only"):
+        load_retriever(bm25_dir, bf16=True)
     with pytest.raises(DataError, match="no index, corpus or URL"):
         load_retriever(tmp_path / "missing")
     with pytest.raises(DataError, match="not a searchrl index"):
@@ -321,6 +325,9 @@ def test_cache_is_a_bounded_lru(bm25) -> None:
     assert counting.calls[-1] == ["beta"]
     with pytest.raises(ConfigError, match="maxsize"):
         CachedRetriever(bm25, maxsize=0)
+    with pytest.raises(ConfigError, match="list of queries"):
+        cached.search("alpha", 3)
+    assert cached.search([], 3) == []
 
 
 # ------------------------------------------------------------------------------------------ fusion

@@ -76,9 +76,11 @@ def _start_server(*args: str) -> tuple[subprocess.Popen, str]:
 @pytest.fixture(scope="module")
 def server(index_dir: Path) -> Iterator[str]:
     proc, url = _start_server("--index", str(index_dir))
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -188,10 +190,12 @@ def test_client_rejects_4xx_without_retry(server: str) -> None:
 def test_client_retries_then_names_the_url_of_a_stopped_server(index_dir: Path) -> None:
     proc, url = _start_server("--index", str(index_dir), "--no-cache")
     remote = RemoteRetriever(url, retries=2, backoff=0.05, connect_timeout=1.0, timeout=5.0)
-    assert len(remote.search(QUERIES, topk=1)) == 2
-    assert remote.health()["cache"] is None
-    proc.terminate()
-    proc.wait(timeout=10)
+    try:
+        assert len(remote.search(QUERIES, topk=1)) == 2
+        assert remote.health()["cache"] is None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
     start = time.perf_counter()
     with pytest.raises(RetrievalError) as err:
         remote.search(QUERIES, topk=1)

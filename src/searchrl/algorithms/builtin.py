@@ -15,10 +15,13 @@ from searchrl.algorithms.losses import (
     LLDS_GATES,
     PENALTY_NORMALIZATIONS,
     LossContext,
+    PenaltyTerms,
     _gspo,
     _llds,
+    _llds_terms,
     _ppo_clip,
     _sapo,
+    _sapo_terms,
 )
 from searchrl.algorithms.params import NoParams, check_params, knob
 from searchrl.algorithms.registry import (
@@ -137,7 +140,11 @@ def gspo_term(batch: PolicyBatch, params: GSPOParams, ctx: LossContext) -> TermO
 # ---------------------------------------------------------------------------------------------- penalties
 
 
-@register_policy_loss("sapo", params=SAPOParams, role="penalty")
+def _sapo_per_token(batch: PolicyBatch, params: SAPOParams, ctx: LossContext) -> PenaltyTerms:
+    return _sapo_terms(ctx, params.tau, params.strict_positive)
+
+
+@register_policy_loss("sapo", params=SAPOParams, role="penalty", per_token=_sapo_per_token)
 def sapo_term(batch: PolicyBatch, params: SAPOParams, ctx: LossContext) -> TermOutput:
     """SAPO penalty; see :func:`searchrl.algorithms.losses.sapo_penalty`."""
     value, kept, row_scale, active = _sapo(ctx, params.tau, params.strict_positive, params.normalization)
@@ -148,7 +155,11 @@ def _llds_requires(params: LLDSParams) -> frozenset[str]:
     return frozenset({"answer_mask"}) if params.answer_weight != 1.0 else frozenset()
 
 
-@register_policy_loss("llds", params=LLDSParams, role="penalty", requires=_llds_requires)
+def _llds_per_token(batch: PolicyBatch, params: LLDSParams, ctx: LossContext) -> PenaltyTerms:
+    return _llds_terms(ctx, params.gate, batch.answer_mask, params.answer_weight)
+
+
+@register_policy_loss("llds", params=LLDSParams, role="penalty", requires=_llds_requires, per_token=_llds_per_token)
 def llds_term(batch: PolicyBatch, params: LLDSParams, ctx: LossContext) -> TermOutput:
     """LLDS penalty; see :func:`searchrl.algorithms.losses.llds_penalty`."""
     value, slope, row_scale, active = _llds(

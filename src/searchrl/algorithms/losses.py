@@ -17,13 +17,21 @@ KL gradients into one (B, T) tensor (the fused path). Double backward is not sup
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import cached_property
 
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from searchrl.algorithms.masks import AGGREGATION_MODES, RunLayout, aggregation_weights, expand_runs, run_layout, run_sums
+from searchrl.algorithms.masks import (
+    AGGREGATION_MODES,
+    RunLayout,
+    aggregation_weights,
+    expand_runs,
+    run_layout,
+    run_sums,
+)
 
 KL_KINDS: tuple[str, ...] = ("kl", "abs", "mse", "low_var_kl")
 LLDS_GATES: tuple[str, ...] = ("action", "response", "token")
@@ -96,14 +104,19 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 # ---------------------------------------------------------------------------------------------- context
 
 
-def _check_policy_tensors(
+def check_policy_tensors(
     log_probs: Tensor, old_log_probs: Tensor, advantages: Tensor, response_mask: Tensor
 ) -> None:
+    """Raise ValueError naming the tensor whose shape or dtype does not fit the (B, T) policy-loss contract."""
+    if not log_probs.is_floating_point():
+        raise ValueError(f"log_probs must be a floating-point tensor, got {log_probs.dtype}")
     if log_probs.dim() != 2:
         raise ValueError(f"log_probs must be (B, T), got shape {tuple(log_probs.shape)}")
     for name, tensor in (("old_log_probs", old_log_probs), ("response_mask", response_mask)):
         if tensor.shape != log_probs.shape:
-            raise ValueError(f"{name} has shape {tuple(tensor.shape)}; expected {tuple(log_probs.shape)} like log_probs")
+            raise ValueError(
+                f"{name} has shape {tuple(tensor.shape)}; expected {tuple(log_probs.shape)} like log_probs"
+            )
     if advantages.shape not in (log_probs.shape[:1], log_probs.shape):
         raise ValueError(
             f"advantages has shape {tuple(advantages.shape)}; expected (B,) = {tuple(log_probs.shape[:1])} "
@@ -115,7 +128,8 @@ class LossContext:
     """The quantities shared by the terms of one loss evaluation, each computed at most once (lazily).
 
     Detached (no graph): ``mask`` (float), ``lengths`` (B,), ``n_tokens``, ``masked_log_ratio`` = m·(log π_θ −
-    log π_old) and its row sums and sign, ``ratio_detached`` = exp(clamp(log r, ±20)), ``token_advantages`` ((B, 1) or (B, T)), ``row_advantages`` (B,), ``runs``, ``weights`` (the
+    log π_old) and its row sums and sign, ``ratio_detached`` = exp(clamp(log r, ±20)), ``token_advantages``
+    ((B, 1) or (B, T)), ``row_advantages`` (B,), ``runs`` (turn layout), ``weights`` (the
     aggregation weights of ``loss_agg_mode``: loss = Σ weights·loss_matrix). With graph, for user-registered
     terms that rely on autograd: ``log_ratio`` and ``ratio``. ``needs_grad`` says whether gradients are wanted.
     """
@@ -130,7 +144,7 @@ class LossContext:
         loss_agg_mode: str = "token-mean",
         norm_constant: float | None = None,
     ) -> None:
-        _check_policy_tensors(log_probs, old_log_probs, advantages, response_mask)
+        check_policy_tensors(log_probs, old_log_probs, advantages, response_mask)
         if loss_agg_mode not in AGGREGATION_MODES:
             raise ValueError(f"unknown loss aggregation mode {loss_agg_mode!r}; allowed: {list(AGGREGATION_MODES)}")
         self.log_probs = log_probs
@@ -147,7 +161,8 @@ class LossContext:
 
     @cached_property
     def dtype(self) -> torch.dtype:
-        return self.log_probs.dtype if self.log_probs.is_floating_point() else torch.float32
+        """The compute dtype: log_probs' dtype, at least float32 (bf16 log-probs are upcast)."""
+        return torch.promote_types(self.log_probs.dtype, torch.float32)
 
     @cached_property
     def mask(self) -> Tensor:
@@ -170,7 +185,8 @@ class LossContext:
         """r = exp(clamp(log π_θ − log π_old, ±20)) (B, T); built with the masked log-ratio from one difference."""
         log_ratio = self.log_probs.detach().to(self.dtype) - self.old_log_probs.to(self.dtype)  # (B, T)
         ratio = log_ratio.clamp(-_LOG_RATIO_BOUND, _LOG_RATIO_BOUND).exp_()
-        self.__dict__["masked_log_ratio"] = log_ratio.mul_(self.mask)  # reuse the buffer
+        if "masked_log_ratio" not in self.__dict__:
+            self.__dict__["masked_log_ratio"] = log_ratio.mul_(self.mask)  # reuse the buffer
         return ratio
 
     @cached_property
@@ -282,7 +298,9 @@ def _clip_metrics(ctx: LossContext, clipped: Tensor, ratio_sign: Tensor) -> dict
 # ---------------------------------------------------------------------------------------------- PPO clip
 
 
-def _ppo_clip(ctx: LossContext, clip_low: float, clip_high: float) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
+def _ppo_clip(
+    ctx: LossContext, clip_low: float, clip_high: float
+) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
     """Value, ∂value/∂log_probs (or None) and metrics of the PPO clipped surrogate."""
     advantages = ctx.token_advantages  # (B, 1) or (B, T)
     ratio = ctx.ratio_detached  # (B, T)
@@ -336,7 +354,9 @@ def ppo_clip_loss(
 # ---------------------------------------------------------------------------------------------- GSPO
 
 
-def _gspo(ctx: LossContext, clip_low: float, clip_high: float) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
+def _gspo(
+    ctx: LossContext, clip_low: float, clip_high: float
+) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
     """Value, ∂value/∂log_probs (or None) and metrics of the GSPO sequence-ratio surrogate."""
     advantages = ctx.token_advantages  # (B, 1) or (B, T)
     seq_log_ratio = ctx.masked_log_ratio_rows / ctx.lengths.clamp(min=1.0)  # (B,) mean_t log r
@@ -393,17 +413,35 @@ def gspo_loss(
 # ---------------------------------------------------------------------------------------------- SAPO
 
 
+@dataclass(frozen=True)
+class PenaltyTerms:
+    """A penalty as a per-token matrix, for callers that aggregate it themselves (e.g. verl's ``agg_loss``).
+
+    ``per_token`` (B, T): the penalty's contribution of each token, differentiable in ``log_probs``, zero off the
+    mask and outside the selected rows; aggregated with token-mean over all masked tokens it gives the LLDS code's
+    normalisation, and with seq-mean-token-mean SAPO's paper normalisation (Eq. 9). ``active_mask`` (B, T) bool:
+    tokens the penalty acts on (its gradient is non-zero there). ``selection_mask`` (B, T) bool: masked tokens of
+    the trajectories it may act on (A ≥ 0, or A > 0 with ``strict_positive``).
+    """
+
+    per_token: Tensor
+    active_mask: Tensor
+    selection_mask: Tensor
+
+
+def _with_derivative(log_probs: Tensor, values: Tensor, derivative: Tensor) -> Tensor:
+    if not (log_probs.requires_grad and torch.is_grad_enabled()):
+        return values
+    return _ElementwiseWithDerivative.apply(log_probs, values, derivative)
+
+
 def _row_selection(ctx: LossContext, strict_positive: bool) -> Tensor:
     row = ctx.row_advantages  # (B,)
     return ((row > 0) if strict_positive else (row >= 0)).to(ctx.dtype)  # (B,) 1 = selected
 
 
-def _sapo(
-    ctx: LossContext, tau: float, strict_positive: bool, normalization: str
-) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor]:
-    """SAPO: (value, gradient, gradient row scale, active share); ∂value/∂log_probs = gradient · scale."""
-    if normalization not in PENALTY_NORMALIZATIONS:
-        raise ValueError(f"unknown normalization {normalization!r}; allowed: {list(PENALTY_NORMALIZATIONS)}")
+def _sapo_core(ctx: LossContext, tau: float, strict_positive: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """SAPO's shared pieces: kept (B, T) = m·1[r ≤ τ], Σ_t kept·log r (B,), selected rows (B,) as 0/1."""
     if tau <= 0:
         raise ValueError(f"tau must be > 0, got {tau}")
     selected = _row_selection(ctx, strict_positive)  # (B,)
@@ -417,13 +455,23 @@ def _sapo(
     kept = above.sign_().neg_().add_(ctx.mask)  # (B, T) m·1[r ≤ τ] (r = τ kept, as the official code)
     if threshold != 0.0:
         kept_sum = torch.mul(masked_log_ratio, kept).sum(dim=-1)
+    return kept, kept_sum, selected
+
+
+def _sapo(
+    ctx: LossContext, tau: float, strict_positive: bool, normalization: str
+) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor]:
+    """SAPO: (value, gradient, gradient row scale, active share); ∂value/∂log_probs = gradient · scale."""
+    if normalization not in PENALTY_NORMALIZATIONS:
+        raise ValueError(f"unknown normalization {normalization!r}; allowed: {list(PENALTY_NORMALIZATIONS)}")
+    kept, kept_sum, selected = _sapo_core(ctx, tau, strict_positive)
     if normalization == "official":
         denom = (ctx.lengths * selected).sum().clamp(min=1.0)  # masked tokens of the selected rows
         row_scale = -selected / denom  # (B,)
     else:
         n_rows = (ctx.lengths > 0).sum().clamp(min=1).to(ctx.dtype)  # G: every trajectory with tokens
         row_scale = -selected / (ctx.lengths.clamp(min=1.0) * n_rows)
-    value = (kept_sum * row_scale).sum()  # −Σ sel·Σ_t 1[r ≤ τ]·log r / denominator
+    value = torch.dot(kept_sum, row_scale)  # −Σ sel·Σ_t 1[r ≤ τ]·log r / denominator
     active = torch.dot(kept.sum(dim=-1), selected) / ctx.safe_n_tokens
     if not ctx.needs_grad:
         return value, None, None, active
@@ -464,7 +512,56 @@ def sapo_penalty(
     return attach_gradient(log_probs, value, None if kept is None else kept * row_scale)
 
 
+def sapo_penalty_terms(
+    log_probs: Tensor,
+    old_log_probs: Tensor,
+    advantages: Tensor,
+    response_mask: Tensor,
+    *,
+    tau: float = 1.0,
+    strict_positive: bool = False,
+) -> PenaltyTerms:
+    """The SAPO penalty per token: P = sel_b · m · 1[r ≤ τ] · (−log r), (B, T); see :func:`sapo_penalty`.
+
+    Σ P / Σ_{selected rows} m is :func:`sapo_penalty` (the official normalisation); the caller aggregates.
+    """
+    return _sapo_terms(LossContext(log_probs, old_log_probs, advantages, response_mask), tau, strict_positive)
+
+
+def _sapo_terms(ctx: LossContext, tau: float, strict_positive: bool) -> PenaltyTerms:
+    kept, _, selected = _sapo_core(ctx, tau, strict_positive)
+    kept.mul_(selected[:, None])  # (B, T) sel·m·1[r ≤ τ]
+    values = torch.mul(ctx.masked_log_ratio, kept).neg_()  # −log r on the acting tokens
+    per_token = _with_derivative(ctx.log_probs, values, torch.neg(kept))
+    return PenaltyTerms(per_token, kept > 0, (ctx.mask * selected[:, None]) > 0)
+
+
 # ---------------------------------------------------------------------------------------------- LLDS
+
+
+def _llds_core(
+    ctx: LossContext, gate: str, answer_mask: Tensor | None, answer_weight: float
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """LLDS's shared pieces: decrease (B, T) = m·g·max(0, Δ)·w, slope (B, T) = m·g·1[Δ > 0]·w, acting tokens per
+    row (B,), selected rows (B,) as 0/1."""
+    if gate not in LLDS_GATES:
+        raise ValueError(f"unknown LLDS gate {gate!r}; allowed: {list(LLDS_GATES)}")
+    if answer_mask is not None and answer_mask.shape != ctx.mask.shape:
+        raise ValueError(f"answer_mask has shape {tuple(answer_mask.shape)}; expected {tuple(ctx.mask.shape)}")
+    selected = _row_selection(ctx, strict_positive=False)  # (B,) preserving set Y_pre: A ≥ 0
+    decrease = torch.neg(ctx.masked_log_ratio).relu_()  # (B, T) m·max(0, Δ), Δ = log π_old − log π_θ
+    if gate == "action":
+        run_log_ratio = run_sums(ctx.masked_log_ratio, ctx.runs)  # (B, K) Σ_k log r per action (contiguous run)
+        decrease.mul_(expand_runs(_indicator_positive(-run_log_ratio), ctx.runs))  # gate on iff Σ_k Δ > 0
+    elif gate == "response":
+        decrease.mul_(_indicator_positive(-ctx.masked_log_ratio_rows)[:, None])  # Σ_t Δ > 0
+    slope = torch.sign(decrease)  # (B, T) 1 where the term acts (Δ > 0, gate on); Δ = 0 gets subgradient 0
+    acting_rows = slope.sum(dim=-1)  # (B,)
+    if answer_mask is not None and answer_weight != 1.0:
+        token_weight = answer_mask.to(ctx.dtype).mul(answer_weight - 1.0).add_(1.0)  # LLDS-MA: β on the answer
+        decrease.mul_(token_weight)
+        slope.mul_(token_weight)
+    return decrease, slope, acting_rows, selected
 
 
 def _llds(
@@ -475,34 +572,16 @@ def _llds(
     normalization: str,
 ) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor]:
     """LLDS: (value, gradient, gradient row scale, active share); ∂value/∂log_probs = gradient · scale."""
-    if gate not in LLDS_GATES:
-        raise ValueError(f"unknown LLDS gate {gate!r}; allowed: {list(LLDS_GATES)}")
     if normalization not in PENALTY_NORMALIZATIONS:
         raise ValueError(f"unknown normalization {normalization!r}; allowed: {list(PENALTY_NORMALIZATIONS)}")
-    if answer_mask is not None and answer_mask.shape != ctx.mask.shape:
-        raise ValueError(f"answer_mask has shape {tuple(answer_mask.shape)}; expected {tuple(ctx.mask.shape)}")
-    selected = _row_selection(ctx, strict_positive=False)  # (B,) preserving set Y_pre: A ≥ 0
-    decrease = torch.neg(ctx.masked_log_ratio).relu_()  # (B, T) m·max(0, Δ), Δ = log π_old − log π_θ
-    if gate == "action":
-        run_log_ratio = run_sums(ctx.masked_log_ratio, ctx.runs)  # (B, K) Σ_k log r per action (contiguous run)
-        decrease.mul_(expand_runs(_indicator_positive(-run_log_ratio), ctx.runs))  # gate on iff Σ_k Δ > 0
-    elif gate == "response":
-        decrease.mul_(_indicator_positive(-ctx.masked_log_ratio_rows)[:, None])  # Σ_t Δ > 0
-    active = torch.sign(decrease)  # (B, T) 1 where the term acts (Δ > 0, gate on); Δ = 0 gets subgradient 0
-    active_rows = active.sum(dim=-1)  # (B,)
-    if answer_mask is not None and answer_weight != 1.0:
-        token_weight = answer_mask.to(ctx.dtype).mul(answer_weight - 1.0).add_(1.0)  # LLDS-MA: β on the answer
-        decrease.mul_(token_weight)
-        slope = active.mul_(token_weight)
-    else:
-        slope = active
+    decrease, slope, acting_rows, selected = _llds_core(ctx, gate, answer_mask, answer_weight)
     if normalization == "official":
         row_scale = selected / ctx.safe_n_tokens  # (B,) every masked token of the batch
     else:
         n_pre = (selected * (ctx.lengths > 0)).sum().clamp(min=1.0)  # |Y_pre| (rows with tokens)
         row_scale = selected / (ctx.lengths.clamp(min=1.0) * n_pre)
     value = torch.dot(decrease.sum(dim=-1), row_scale)
-    share = torch.dot(active_rows, selected) / ctx.safe_n_tokens
+    share = torch.dot(acting_rows, selected) / ctx.safe_n_tokens
     if not ctx.needs_grad:
         return value, None, None, share
     return value, slope, -row_scale[:, None], share  # ∂max(0, Δ)/∂log π = −1[Δ > 0]
@@ -537,17 +616,47 @@ def llds_penalty(
     Differs from the official code in: ``answer_mask`` = 1 marks answer tokens (the official mask uses the inverse
     convention); rows are selected by their advantage (masked mean for (B, T) advantages) rather than per token;
     at Δ = 0 exactly the subgradient is 0 (the official ``torch.maximum`` splits it 1/2), so the penalty and its
-    gradient vanish when log_probs == old_log_probs.
+    gradient vanish when log_probs == old_log_probs; an action's Σ Δ is a difference of running sums (the
+    official code sums by scatter), so a sum within float rounding of 0 may gate differently.
     """
     ctx = LossContext(log_probs, old_log_probs, advantages, response_mask)
     value, slope, row_scale, _ = _llds(ctx, gate, answer_mask, answer_weight, normalization)
     return attach_gradient(log_probs, value, None if slope is None else slope * row_scale)
 
 
+def llds_penalty_terms(
+    log_probs: Tensor,
+    old_log_probs: Tensor,
+    advantages: Tensor,
+    response_mask: Tensor,
+    *,
+    gate: str = "action",
+    answer_mask: Tensor | None = None,
+    answer_weight: float = 1.0,
+) -> PenaltyTerms:
+    """The LLDS penalty per token: P = sel_b · m · g · max(0, Δ) · w, (B, T); see :func:`llds_penalty`.
+
+    Token-mean of P over all masked tokens is :func:`llds_penalty` (the official normalisation).
+    """
+    ctx = LossContext(log_probs, old_log_probs, advantages, response_mask)
+    return _llds_terms(ctx, gate, answer_mask, answer_weight)
+
+
+def _llds_terms(ctx: LossContext, gate: str, answer_mask: Tensor | None, answer_weight: float) -> PenaltyTerms:
+    decrease, slope, _, selected = _llds_core(ctx, gate, answer_mask, answer_weight)
+    row = selected[:, None]
+    decrease.mul_(row)
+    slope.mul_(row)
+    per_token = _with_derivative(ctx.log_probs, decrease, torch.neg(slope))
+    return PenaltyTerms(per_token, slope > 0, (ctx.mask * row) > 0)
+
+
 # ---------------------------------------------------------------------------------------------- KL, entropy
 
 
-def kl_terms(log_probs: Tensor, ref_log_probs: Tensor, kind: str, *, with_derivative: bool = True) -> tuple[Tensor, Tensor | None]:
+def kl_terms(
+    log_probs: Tensor, ref_log_probs: Tensor, kind: str, *, with_derivative: bool = True
+) -> tuple[Tensor, Tensor | None]:
     """Per-token KL estimate (B, T) and its derivative with respect to ``log_probs`` (or None); no autograd.
 
     With x = log π_θ − log π_ref: ``kl`` (k1) = x; ``abs`` = |x|; ``mse`` (k2) = x²/2;
@@ -557,7 +666,8 @@ def kl_terms(log_probs: Tensor, ref_log_probs: Tensor, kind: str, *, with_deriva
         raise ValueError(f"unknown KL estimator {kind!r}; allowed: {list(KL_KINDS)}")
     if log_probs.shape != ref_log_probs.shape:
         raise ValueError(f"ref_log_probs has shape {tuple(ref_log_probs.shape)}; expected {tuple(log_probs.shape)}")
-    diff = log_probs.detach() - ref_log_probs.detach().to(log_probs.dtype)  # (B, T)
+    dtype = torch.promote_types(log_probs.dtype, torch.float32)  # bf16 log-probs are upcast
+    diff = log_probs.detach().to(dtype) - ref_log_probs.detach().to(dtype)  # (B, T)
     if kind == "kl":
         return diff, (torch.ones_like(diff) if with_derivative else None)
     if kind == "abs":
@@ -633,6 +743,7 @@ __all__ = [
     "LLDS_GATES",
     "PENALTY_NORMALIZATIONS",
     "LossContext",
+    "PenaltyTerms",
     "attach_gradient",
     "dot",
     "entropy_from_logits",
@@ -640,6 +751,8 @@ __all__ = [
     "kl_penalty",
     "kl_terms",
     "llds_penalty",
+    "llds_penalty_terms",
     "ppo_clip_loss",
     "sapo_penalty",
+    "sapo_penalty_terms",
 ]

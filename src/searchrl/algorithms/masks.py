@@ -111,14 +111,6 @@ def group_index(group_ids: Sequence[Hashable]) -> tuple[Tensor, int]:
     return torch.tensor(dense, dtype=torch.long), len(index)
 
 
-def zero_with_graph(*tensors: Tensor) -> Tensor:
-    """A finite scalar 0 that keeps the autograd graph of ``tensors`` (for empty selections)."""
-    total = tensors[0].sum() * 0.0
-    for t in tensors[1:]:
-        total = total + t.sum() * 0.0
-    return total
-
-
 def aggregation_weights(mask: Tensor, mode: str = "token-mean", *, norm_constant: float | None = None) -> Tensor:
     """Per-token weights W (B, T) such that the aggregated loss is Σ_{b,t} W·x; zero off the mask.
 

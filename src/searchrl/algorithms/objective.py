@@ -33,7 +33,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from searchrl.algorithms.losses import BASE_METRIC_KEYS, KL_KINDS, LossContext, attach_gradient, dot, kl_terms
+from searchrl.algorithms.losses import (
+    BASE_METRIC_KEYS,
+    KL_KINDS,
+    LossContext,
+    PenaltyTerms,
+    attach_gradient,
+    dot,
+    kl_terms,
+)
 from searchrl.algorithms.masks import AGGREGATION_MODES
 from searchrl.algorithms.params import (
     ParamError,
@@ -268,6 +276,20 @@ class Objective:
         for need in ("ref_log_probs", "entropy", "answer_mask"):
             if need in self.requirements and getattr(batch, need) is None:
                 raise ValueError(f"algorithm {self.name!r} needs PolicyBatch.{need}: {why[need]}")
+
+    def penalty_terms(self, batch: PolicyBatch) -> list[tuple[str, float, PenaltyTerms]]:
+        """Each penalty as (name, coefficient, per-token :class:`PenaltyTerms`), for callers that aggregate the
+        penalties themselves (the verl plugin adds Σ coef·per_token to verl's own loss through its agg_loss).
+        Only the penalties' own inputs are required (the KL and entropy terms are the caller's business here)."""
+        ctx = LossContext(batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask)
+        out = []
+        for entry, params in self.penalties:
+            if "answer_mask" in entry.requires(params) and batch.answer_mask is None:
+                raise ValueError(f"penalty {entry.name!r} needs PolicyBatch.answer_mask (LLDS-MA, answer_weight ≠ 1)")
+            if entry.per_token is None:
+                raise ValueError(f"penalty {entry.name!r} was registered without a per-token form (per_token=...)")
+            out.append((entry.name, float(params.coef), entry.per_token(batch, params, ctx)))
+        return out
 
     def loss(self, batch: PolicyBatch) -> tuple[Tensor, dict[str, Tensor]]:
         """Total loss (scalar, with graph) and detached scalar metrics with the fixed key set of

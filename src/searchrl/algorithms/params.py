@@ -52,7 +52,8 @@ def describe_field(cls: type, name: str) -> str:
     if meta.get("choices"):
         return f"one of {list(meta['choices'])}"
     kind = _type_name(_field_types(cls)[name])
-    bounds = [f"{op} {meta[key]}" for key, op in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")) if meta.get(key) is not None]
+    operators = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+    bounds = [f"{op} {meta[key]}" for key, op in operators if meta.get(key) is not None]
     return kind + (" " + " and ".join(bounds) if bounds else "")
 
 

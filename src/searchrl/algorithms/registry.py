@@ -27,7 +27,7 @@ from typing import Any
 
 from torch import Tensor
 
-from searchrl.algorithms.losses import LossContext, _check_policy_tensors, attach_gradient
+from searchrl.algorithms.losses import LossContext, PenaltyTerms, attach_gradient, check_policy_tensors
 from searchrl.algorithms.params import NoParams
 
 ROLES: tuple[str, ...] = ("base", "penalty")
@@ -73,7 +73,7 @@ class PolicyBatch:
     answer_mask: Tensor | None = None
 
     def __post_init__(self) -> None:
-        _check_policy_tensors(self.log_probs, self.old_log_probs, self.advantages, self.response_mask)
+        check_policy_tensors(self.log_probs, self.old_log_probs, self.advantages, self.response_mask)
         for name in ("ref_log_probs", "entropy", "answer_mask"):
             value = getattr(self, name)
             if value is not None and value.shape != self.log_probs.shape:
@@ -155,13 +155,18 @@ def _requirement_fn(requires: Iterable[str] | Callable[[Any], Iterable[str]]) ->
 
 @dataclass(frozen=True)
 class PolicyLossEntry:
-    """A registered policy-loss term: call it as ``entry(batch, params=None, ctx=None) -> TermOutput``."""
+    """A registered policy-loss term: call it as ``entry(batch, params=None, ctx=None) -> TermOutput``.
+
+    ``per_token`` (penalties only, optional) gives the term as a :class:`PenaltyTerms` matrix for callers that
+    aggregate it themselves (the verl plugin): ``per_token(batch, params, ctx)``.
+    """
 
     name: str
     fn: Callable[[PolicyBatch, Any, LossContext], TermOutput]
     params: type
     role: str
     requires: Callable[[Any], frozenset[str]]
+    per_token: Callable[[PolicyBatch, Any, LossContext], PenaltyTerms] | None = None
 
     def __call__(self, batch: PolicyBatch, params: Any = None, ctx: LossContext | None = None) -> TermOutput:
         params = self.params() if params is None else params
@@ -205,22 +210,28 @@ def register_policy_loss(
     params: type = NoParams,
     role: str = "base",
     requires: Iterable[str] | Callable[[Any], Iterable[str]] = (),
+    per_token: Callable[[PolicyBatch, Any, LossContext], PenaltyTerms] | None = None,
 ) -> Callable[[Callable[..., TermOutput]], Callable[..., TermOutput]]:
     """Decorator: register ``fn(batch, params, ctx) -> TermOutput`` as policy-loss term ``name``.
 
     ``params`` is a frozen dataclass of the term's knobs (defaults = the paper's values); a ``"penalty"``'s params
     must expose ``coef``, the weight the objective multiplies it by. ``requires`` lists the optional batch inputs
-    it needs (or a function of its params giving them), among ``REQUIREMENTS``. Raises ValueError on a duplicate.
+    it needs (or a function of its params giving them), among ``REQUIREMENTS``. ``per_token`` (penalties only)
+    optionally gives the per-token form. Raises ValueError on a duplicate name.
     """
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}; allowed: {list(ROLES)}")
     if role == "penalty" and not hasattr(params, "coef"):
         raise ValueError(f"penalty {name!r}: its params class {params.__name__} must define `coef`")
+    if per_token is not None and role != "penalty":
+        raise ValueError(f"{name!r}: only penalties have a per-token form")
     requirement = _requirement_fn(requires)
 
     def decorator(fn: Callable[..., TermOutput]) -> Callable[..., TermOutput]:
         _check_new_name(name)
-        _POLICY_LOSSES[name] = PolicyLossEntry(name=name, fn=fn, params=params, role=role, requires=requirement)
+        _POLICY_LOSSES[name] = PolicyLossEntry(
+            name=name, fn=fn, params=params, role=role, requires=requirement, per_token=per_token
+        )
         return fn
 
     return decorator

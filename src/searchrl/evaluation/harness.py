@@ -246,6 +246,9 @@ def evaluate(
     - `protocol_cfg`, `rollout_cfg`: prompt and budgets; decoding is always greedy (one sample). In
       direct and rag modes `max_turns` is 0 (one answer turn, no search).
     - `batch_size`: questions per rollout batch (and rows per forward of a model wrapped here).
+    - `progress`: True for a rich bar with ETA of its own, a rich `Progress` to add the task to (use this
+      inside another live display, e.g. the trainer's console), or False.
+    - `seed`: seeds the subset and the bootstrap; `n_resamples`, `confidence`: the bootstrap.
     """
     if mode not in MODES:
         raise ConfigError(f"eval mode {mode!r} is not one of {list(MODES)}")

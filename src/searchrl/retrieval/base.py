@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from searchrl.errors import ConfigError
 from searchrl.retrieval.render import make_contents, parse_contents, render_hits
 
-__all__ = ["Hit", "Retriever", "render_hits", "parse_contents", "make_contents"]
+__all__ = ["Hit", "Retriever", "render_hits", "parse_contents", "make_contents", "check_search_args"]
 
 
 @dataclass(frozen=True)
@@ -36,3 +37,14 @@ class Retriever(Protocol):
     """
 
     def search(self, queries: list[str], topk: int = 3) -> list[list[Hit]]: ...
+
+
+def check_search_args(queries: object, topk: object) -> None:
+    """Reject what ``search`` cannot answer: a bare string instead of a list, a non-string query, topk < 1."""
+    if isinstance(queries, (str, bytes)):
+        raise ConfigError("search() takes a list of queries, got a single string; wrap it as [query]")
+    if isinstance(topk, bool) or not isinstance(topk, int) or topk < 1:
+        raise ConfigError(f"topk must be an integer >= 1, got {topk!r}")
+    for i, q in enumerate(queries):  # type: ignore[arg-type]
+        if not isinstance(q, str):
+            raise ConfigError(f"queries[{i}] must be a string, got {type(q).__name__}")

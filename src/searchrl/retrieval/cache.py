@@ -11,7 +11,10 @@ from collections import OrderedDict
 from typing import Any
 
 from searchrl.errors import ConfigError
-from searchrl.retrieval.base import Hit, Retriever
+from searchrl.retrieval.base import Hit, Retriever, check_search_args
+
+# About 2 KB per entry with 3 wiki-18 passages, so the default cache stays near 32 MB when full.
+DEFAULT_CACHE_SIZE = 16_384
 
 
 def normalize_query(query: str) -> str:
@@ -28,7 +31,7 @@ class CachedRetriever:
     ...) are reachable through this object.
     """
 
-    def __init__(self, retriever: Retriever, maxsize: int = 100_000) -> None:
+    def __init__(self, retriever: Retriever, maxsize: int = DEFAULT_CACHE_SIZE) -> None:
         if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1:
             raise ConfigError(f"cache maxsize must be an integer >= 1, got {maxsize!r}")
         self.retriever = retriever
@@ -39,6 +42,8 @@ class CachedRetriever:
         self._lock = threading.Lock()
 
     def search(self, queries: list[str], topk: int = 3) -> list[list[Hit]]:
+        check_search_args(queries, topk)
+        queries = list(queries)
         keys = [(normalize_query(q), topk) for q in queries]
         results: list[list[Hit] | None] = [None] * len(queries)
         to_search: dict[tuple[str, int], int] = {}  # key -> index of its first query in this batch

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from searchrl.retrieval.index import DEFAULT_CACHE_SIZE
+from searchrl.retrieval.cache import DEFAULT_CACHE_SIZE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from searchrl.errors import ConfigError, RetrievalError
-from searchrl.retrieval.base import Hit
+from searchrl.retrieval.base import Hit, check_search_args
 
 MAX_QUERIES_PER_REQUEST = 1024  # the searchrl server's limit; larger batches are sent in several requests
 
@@ -81,8 +81,7 @@ class RemoteRetriever:
     # -- the Retriever protocol
 
     def search(self, queries: list[str], topk: int = 3) -> list[list[Hit]]:
-        if isinstance(queries, (str, bytes)):
-            raise ConfigError("search() takes a list of queries, got a single string; wrap it as [query]")
+        check_search_args(queries, topk)
         queries = list(queries)
         out: list[list[Hit]] = []
         for start in range(0, len(queries), MAX_QUERIES_PER_REQUEST):
@@ -101,7 +100,9 @@ class RemoteRetriever:
             hits = []
             for item in per_query:
                 try:
-                    doc = item["document"]
+                    # {"document": {...}, "score": s}; a bare document is accepted too (Search-R1's servers
+                    # answer that way when return_scores is false).
+                    doc = item["document"] if "document" in item else item
                     hits.append(Hit.from_contents(str(doc.get("id", "")), doc["contents"], item.get("score")))
                 except (KeyError, TypeError, AttributeError):
                     raise RetrievalError(f"{self.retrieve_url} answered a result item without "

@@ -28,7 +28,8 @@ DEFAULT_MODEL = "bundled:all-MiniLM-L6-v2"
 POOLINGS = ("auto", "mean", "cls", "max", "lasttoken")
 FAISS_KINDS = ("flat", "hnsw")
 
-# Presets for well-known encoder families (Search-R1's retrieval_server.py for e5 and bge).
+# Presets for well-known encoder families: the query prefixes are those of Search-R1's retrieval_server.py
+# (e5 "query: ", bge's instruction); pooling is each model family's own (e5 mean, bge CLS).
 PRESETS: dict[str, dict] = {
     "minilm": {"query_prefix": "", "passage_prefix": "", "pooling": "auto", "normalize": True},
     "e5": {"query_prefix": "query: ", "passage_prefix": "passage: ", "pooling": "mean", "normalize": True},
@@ -61,6 +62,12 @@ class DenseSettings:
             raise ConfigError(f"dense option pooling must be one of {', '.join(POOLINGS)}; got {self.pooling!r}")
         if self.faiss not in FAISS_KINDS:
             raise ConfigError(f"dense option faiss must be one of {', '.join(FAISS_KINDS)}; got {self.faiss!r}")
+        for name in ("model", "query_prefix", "passage_prefix"):
+            if not isinstance(getattr(self, name), str):
+                raise ConfigError(f"dense option {name} must be a string, got {getattr(self, name)!r}")
+        for name in ("normalize", "bf16"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"dense option {name} must be true or false, got {getattr(self, name)!r}")
         for name in ("max_length", "batch_size", "hnsw_m", "hnsw_ef_construction", "hnsw_ef_search"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -75,6 +82,9 @@ class DenseSettings:
                 raise ConfigError(f"dense option preset must be one of {', '.join(PRESETS)}; got {preset!r}")
             base = dict(PRESETS[preset])
         base.update(options)
+        model = base.get("model")
+        if model is not None and model != DEFAULT_MODEL:
+            base["model"] = str(Path(model).expanduser().resolve())  # the manifest must not depend on the cwd
         return cls(**base)
 
     def model_path(self) -> Path:

@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from searchrl.errors import ConfigError, DataError, SearchRLError
-from searchrl.retrieval.base import Hit, Retriever
+from searchrl.retrieval.base import Hit, Retriever, check_search_args
 from searchrl.retrieval.bm25 import BM25_DIR, BM25Settings
+from searchrl.retrieval.cache import DEFAULT_CACHE_SIZE, CachedRetriever
 from searchrl.retrieval.corpus import DocStore, DocStoreWriter, Passage, read_corpus
 from searchrl.retrieval.hybrid import HYBRID_OPTION_NAMES, HybridSettings
 
@@ -36,7 +37,6 @@ INDEX_FORMAT = "searchrl-index"
 INDEX_VERSION = 1
 KINDS = ("bm25", "dense", "hybrid")
 BM25_OPTION_NAMES = tuple(f.name for f in fields(BM25Settings))
-DEFAULT_CACHE_SIZE = 100_000
 
 
 def _dense_option_names() -> tuple[str, ...]:
@@ -232,7 +232,7 @@ def build_index(corpus_path: str | Path, kind: str, out_dir: str | Path, *, over
     an existing non-empty ``out_dir`` is replaced only with ``overwrite=True``.
     """
     corpus_path, out_dir = Path(corpus_path), Path(out_dir)
-    valid_options(kind)  # reject a bad kind before touching the disk
+    _split_options(kind, options)  # reject a bad kind or option before touching the disk
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())) and not overwrite:
         raise ConfigError(f"{out_dir} already exists and is not empty; choose another --out or pass --overwrite")
     if not corpus_path.is_file():
@@ -312,16 +312,6 @@ def cached_bm25_index(corpus_path: str | Path, cache_dir: str | Path | None = No
 # --------------------------------------------------------------------------------------------- load and search
 
 
-def _check_queries(queries: Sequence[str], topk: int) -> None:
-    if isinstance(queries, (str, bytes)):
-        raise ConfigError("search() takes a list of queries, got a single string; wrap it as [query]")
-    if isinstance(topk, bool) or not isinstance(topk, int) or topk < 1:
-        raise ConfigError(f"topk must be an integer >= 1, got {topk!r}")
-    for i, q in enumerate(queries):
-        if not isinstance(q, str):
-            raise ConfigError(f"queries[{i}] must be a string, got {type(q).__name__}")
-
-
 class IndexRetriever:
     """A loaded index folder: ``search(queries, topk)`` returns ranked `Hit`s for every query."""
 
@@ -334,7 +324,7 @@ class IndexRetriever:
         self.num_docs = len(docs)
 
     def search(self, queries: list[str], topk: int = 3) -> list[list[Hit]]:
-        _check_queries(queries, topk)
+        check_search_args(queries, topk)
         queries = list(queries)
         if not queries:
             return []
@@ -356,6 +346,13 @@ def load_index(folder: str | Path, *, mmap: bool = True, bm25_engine: str = "aut
     folder = Path(folder)
     manifest = read_manifest(folder)
     kind = manifest["kind"]
+    if dense_overrides:
+        from searchrl.retrieval.dense import DENSE_OPTION_NAMES
+
+        unknown = sorted(set(dense_overrides) - set(DENSE_OPTION_NAMES))
+        if unknown:
+            raise ConfigError(f"unknown option(s) for loading an index: {', '.join(unknown)}; valid: mmap, "
+                              f"bm25_engine, bm25_threads, and for dense indexes {', '.join(DENSE_OPTION_NAMES)}")
     docs = DocStore(folder)
     sparse = dense = None
     if kind in ("bm25", "hybrid"):
@@ -427,8 +424,6 @@ def load_retriever(path_or_url: str | Path, *, cache: bool = True, cache_size: i
         else:
             raise DataError(f"{path} is neither an index folder nor a .jsonl corpus")
     if cache:
-        from searchrl.retrieval.cache import CachedRetriever
-
         retriever = CachedRetriever(retriever, maxsize=cache_size)
     return retriever
 

@@ -4,9 +4,11 @@ Request (exactly Search-R1's ``QueryRequest``)::
 
     {"queries": ["q1", "q2"], "topk": 3, "return_scores": true}
 
-``topk`` may be null or absent (the server's default, 3); ``return_scores`` defaults to false as in Search-R1.
-Response: ``{"result": [[{"document": {"id", "contents"}, "score": 0.83}, ...], ...]}``, one list per query;
-with ``return_scores: false`` the items carry no ``"score"`` (Search-R1's own server crashes on that request).
+``topk`` may be null or absent (the server's default, 3); ``return_scores`` defaults to false, as in Search-R1's
+``QueryRequest``. Response: ``{"result": [[{"document": {"id", "contents"}, "score": 0.83}, ...], ...]}``, one
+list per query. With ``return_scores: false`` the items carry no ``"score"`` and keep their ``"document"``
+wrapper, so one parser reads both forms (Search-R1's server meant to return bare documents there, but crashes
+on that request).
 
 ``GET /health`` reports the index kind, the number of documents, cache statistics and request counters.
 

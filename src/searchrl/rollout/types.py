@@ -15,7 +15,7 @@ class Turn:
 
     text: str  # decoded generated text of this turn
     think: str  # text of the last <think>…</think> in this turn ("" if none)
-    action: str  # "search" | "answer" | "invalid" | "none"
+    action: str  # "search" | "answer" | "invalid" | "none" (a token budget ended the turn before any action)
     query: str | None = None  # the executed search query (after truncation)
     doc_ids: list[str] = field(default_factory=list)  # retrieved doc ids ([] if no search)
     docs: list[str] = field(default_factory=list)  # retrieved contents, same order
@@ -31,10 +31,12 @@ class Trajectory:
     prompt_ids: list[int]
     response_ids: list[int]  # sampled and observation tokens, in order
     response_mask: list[int]  # 1 sampled, 0 observation; same length as response_ids
-    sampling_logprobs: list[float]  # same length; 0.0 on observation tokens
+    # Same length; 0.0 on observation tokens. The log-prob under the distribution sampled from: softmax(logits / T)
+    # after top-k/top-p filtering, or the raw softmax when greedy (`searchrl.rollout.backend.sample_tokens`).
+    sampling_logprobs: list[float]
     turns: list[Turn]
     answer: str | None  # content of the last <answer> in the sampled text
-    num_searches: int
+    num_searches: int  # searches sent to the retriever (a search in the final turn is not executed)
     finish_reason: str  # one of FINISH_REASONS
     reward: float = 0.0  # filled by the reward function
     # The engine sets "assistant_prefix" (str), "observations" (one str per turn, "" where none) and, on a

@@ -138,7 +138,7 @@ class _Runner:
         env["OMP_NUM_THREADS"] = str(self.threads_per_job)
         env["PYTHONUNBUFFERED"] = "1"  # stream lines as they are printed
         # A wide virtual terminal: rich would otherwise wrap the trainer's summary lines at 80 columns in a pipe.
-        env.setdefault("COLUMNS", str(max(160, self.console.width - len(variant.name) - 3)))
+        env.setdefault("COLUMNS", str(max(240, self.console.width - len(variant.name) - 3)))
         env.setdefault("HF_HUB_OFFLINE", "1")  # nothing downloads at run time
         assert variant.log is not None
         variant.log.parent.mkdir(parents=True, exist_ok=True)

@@ -72,7 +72,8 @@ def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False) -> di
     retriever = _build_retriever(cfg, source)
     dropped: dict = {}
     if cfg.sft.data == "oracle":
-        oracle = oracle_trajectories(source, tokenizer, retriever, cfg.protocol, cfg.rollout, limit=cfg.sft.max_examples)
+        oracle = oracle_trajectories(source, tokenizer, retriever, cfg.protocol, cfg.rollout, limit=cfg.sft.max_examples,
+                                     think=cfg.sft.oracle_think)
         data, dropped = oracle.trajectories, oracle.dropped
     else:
         data = read_trajectories(Path(cfg.sft.data))

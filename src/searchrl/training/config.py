@@ -382,6 +382,7 @@ class SFTConfig:
 
     data: str = option("oracle", "'oracle': the training source's oracle trajectories; or a samples.jsonl of trajectories")
     min_reward: float | None = option(None, "keep only trajectories with reward >= this (rejection-sampling fine-tuning)")
+    oracle_think: bool = option(True, "keep the oracle's <think>…</think> texts (false: actions only, ~3x fewer tokens)")
     epochs: float = option(2.0, "passes over the SFT data (fractions allowed)", min=0)
     batch_size: int = option(16, "trajectories per optimiser update", min=1)
     micro_batch_size: int = option(8, "trajectories per forward/backward", min=1)

@@ -87,6 +87,7 @@ class RunLogger:
         self.run_dir = Path(run_dir)
         self.metrics_path = self.run_dir / METRICS_FILE
         self.console = Console(stderr=True, quiet=not console)
+        self.important = Console(stderr=True)  # results and how to resume: printed even with --quiet
         self.total_steps = total_steps
         self._tb = None
         self._use_tensorboard = tensorboard
@@ -132,7 +133,11 @@ class RunLogger:
         self.close()
 
     def print(self, text: str) -> None:
-        self.console.print(text, highlight=False)
+        self.console.print(text, highlight=False, soft_wrap=True)
+
+    def announce(self, text: Any) -> None:
+        """Print a result line (evaluations, the summary, where the run is) even when the console is quiet."""
+        (self.console if not self.console.quiet else self.important).print(text, highlight=False, soft_wrap=True)
 
     def status(self, description: str) -> None:
         """Say what the step is doing now (rollout, update, validation) next to the bar."""

@@ -672,7 +672,7 @@ def _start(t: Trainer) -> None:
     """Before RL: the untrained evaluation, the warm start, the starting-point evaluation, checkpoint 0."""
     cfg = t.cfg
     warm = cfg.train.warm_start is not None
-    t.print(f"Run folder: {t.run_dir}")
+    t.logger.announce(f"Run folder: {t.run_dir}")
     if cfg.val.untrained and warm:
         t.state.evals["untrained"] = _announce(t, t.validate("untrained"), "untrained model")
     if cfg.train.warm_start == "sft":
@@ -694,7 +694,8 @@ def _warm_start_sft(t: Trainer) -> dict[str, Any]:
     t.logger.status("warm start: preparing SFT data")
     if cfg.sft.data == "oracle":
         oracle = oracle_trajectories(
-            t.train_source, t.tokenizer, t.retriever, cfg.protocol, cfg.rollout, limit=cfg.sft.max_examples
+            t.train_source, t.tokenizer, t.retriever, cfg.protocol, cfg.rollout, limit=cfg.sft.max_examples,
+            think=cfg.sft.oracle_think,
         )
         data, dropped = oracle.trajectories, oracle.dropped
     else:
@@ -715,7 +716,7 @@ def _warm_start_sft(t: Trainer) -> dict[str, Any]:
 
 def _announce(t: Trainer, result: dict[str, Any], what: str) -> dict[str, Any]:
     for name, entry in result["datasets"].items():
-        t.print(
+        t.logger.announce(
             f"[bold]{what}[/bold]: {name} EM {entry['em']:.3f} [{entry['em_ci_low']:.3f}, {entry['em_ci_high']:.3f}] "
             f"on {entry['n']} questions ({result['seconds']:.0f}s)"
         )
@@ -814,8 +815,8 @@ def _on_interrupt(t: Trainer) -> None:
     latest = latest_checkpoint(t.run_dir)
     where = f"checkpoint {latest.name}" if latest is not None else "no checkpoint (interrupted before the first)"
     t.logger.close()
-    t.print(f"Interrupted after step {t.state.step}: {where} in {t.run_dir}. "
-            f"Resume with: searchrl train --resume {t.run_dir}")
+    t.logger.announce(f"Interrupted after step {t.state.step}: {where} in {t.run_dir}. "
+                      f"Resume with: searchrl train --resume {t.run_dir}")
 
 
 def _write_samples(t: Trainer, step: int, trajectories: Sequence[Trajectory]) -> None:
@@ -910,5 +911,5 @@ def _print_summary(t: Trainer, summary: dict[str, Any]) -> None:
             f"{g['em_gain']:+.3f} [{g['ci_low']:+.3f}, {g['ci_high']:+.3f}]"
             for g in (summary["gain"].get(n) for n in t.val_names) if g
         ])
-    t.logger.console.print(table)
-    t.print(f"Run folder: {t.run_dir}")
+    t.logger.announce(table)
+    t.logger.announce(f"Run folder: {t.run_dir}")

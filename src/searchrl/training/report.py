@@ -297,6 +297,16 @@ def _colours(n: int) -> list[Any]:
     return [cmap(i % 10) for i in range(n)]
 
 
+def _style_axes(ax: Any, ylabel: str) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are integers
+    ax.ticklabel_format(axis="y", useOffset=False)  # no "1e-6+1.07e1" offsets on flat curves
+    ax.grid(alpha=0.3)
+
+
 def _linestyle(index: int) -> str:
     # Runs that coincide (e.g. before a stabiliser's term ever activates) stay visible under each other.
     # Dotted is left for the monitor's warning lines.
@@ -335,9 +345,7 @@ def _plot_panels(
             if mark_events:
                 _mark_events(ax, run, panel, xs, ys, colour)
         ax.set_title(panel.title, fontsize=10)
-        ax.set_xlabel("step")
-        ax.set_ylabel(panel.ylabel)
-        ax.grid(alpha=0.3)
+        _style_axes(ax, panel.ylabel)
         if plotted:
             ax.legend(fontsize=8)
         else:
@@ -391,9 +399,7 @@ def _plot_validation(runs: Sequence[RunData], colours: Sequence[Any], notes: lis
             if low is not None and high is not None and low[1] == high[1]:
                 ax.fill_between(low[1], low[2], high[2], color=colour, alpha=0.15, linewidth=0)
         ax.set_title(_column_title(ds), fontsize=10)
-        ax.set_xlabel("step")
-        ax.set_ylabel("EM")
-        ax.grid(alpha=0.3)
+        _style_axes(ax, "EM")
         if plotted:
             ax.legend(fontsize=8)
         else:
@@ -459,11 +465,11 @@ def _fmt(x: Any, digits: int = 3) -> str:
     return f"{float(x):.{digits}f}" if _finite(x) else "–"
 
 
-def _em_cell(values: Mapping[str, float] | None, best: float | None, bold: bool) -> str:
+def _em_cell(values: Mapping[str, float] | None, best: float | None) -> str:
     if not values or not _finite(values.get("em")):
         return "–"
     em = float(values["em"])
-    text = f"<b>{_fmt(em)}</b>" if bold and best is not None and em == best else _fmt(em)
+    text = f"<b>{_fmt(em)}</b>" if best is not None and em == best else _fmt(em)
     if _finite(values.get("em_ci_low")) and _finite(values.get("em_ci_high")):
         text += f" <span class='ci'>[{_fmt(values['em_ci_low'])}, {_fmt(values['em_ci_high'])}]</span>"
     return text
@@ -472,19 +478,18 @@ def _em_cell(values: Mapping[str, float] | None, best: float | None, bold: bool)
 def _final_table_html(table: FinalTable) -> str:
     if not table.datasets:
         return "<p class='note'>No final validation results (final_eval.json or val/&lt;dataset&gt;/em) in any run.</p>"
-    bold = len(table.rows) > 1
-
     def best_of(values: list[Any]) -> float | None:
+        """The column's best value, or None when there is nothing to single out (one value, or all tied)."""
         finite = [float(v) for v in values if _finite(v)]
-        return max(finite) if finite else None
+        return max(finite) if len(set(finite)) > 1 else None
 
     best = {ds: best_of([r.per_dataset.get(ds, {}).get("em") for r in table.rows]) for ds in table.datasets}
     best_macro = best_of([r.macro.get("em") for r in table.rows])
     head = "".join(f"<th>{html.escape(_column_title(ds))}</th>" for ds in table.datasets)
     body = []
     for row in table.rows:
-        cells = "".join(f"<td>{_em_cell(row.per_dataset.get(ds), best[ds], bold)}</td>" for ds in table.datasets)
-        macro = _em_cell(row.macro, best_macro, bold)
+        cells = "".join(f"<td>{_em_cell(row.per_dataset.get(ds), best[ds])}</td>" for ds in table.datasets)
+        macro = _em_cell(row.macro, best_macro)
         if _finite(row.macro.get("em")) and row.n_datasets < len(table.datasets):
             macro += f" <span class='ci'>({row.n_datasets} of {len(table.datasets)} datasets)</span>"
         body.append(
@@ -496,7 +501,7 @@ def _final_table_html(table: FinalTable) -> str:
         + "".join(body) + "</tbody></table>"
         "<p class='note'>Exact match (EM) with its 95 % bootstrap confidence interval in brackets where the run "
         "recorded one; the macro average is the unweighted mean of the datasets' EM; the best value per column "
-        "is bold.</p>"
+        "is bold (none when tied).</p>"
     )
 
 
@@ -567,9 +572,9 @@ def write_report(
     figures: list[tuple[str, str, bytes]] = []  # (slug, caption, png)
     figures.append((
         "collapse",
-        "SAPO Fig. 1's four collapse signals, one line per run: the importance-sampling ratio falls toward 0 and "
-        "the clip fraction spikes while entropy runs away, before reward collapses. Dotted lines and triangles "
-        "mark the collapse monitor's warnings (events.jsonl).",
+        "SAPO Fig. 1's four collapse signals, one line per run. In the paper's collapsing GRPO run the "
+        "importance-sampling ratio falls toward 0 and the clip fraction spikes while entropy runs away, before "
+        "reward collapses. Dotted lines and triangles mark the collapse monitor's warnings (events.jsonl).",
         _plot_panels(plotted, COLLAPSE_PANELS, colours, notes, "Collapse signals (SAPO Fig. 1)", mark_events=True),
     ))
     val_png = _plot_validation(plotted, colours, notes)
@@ -579,7 +584,8 @@ def write_report(
     figures.append((
         "lld",
         "Lazy likelihood displacement (LLDS Figs. 2, 9a): mean per-token log-likelihood under the rollout policy "
-        "of positive- and negative-advantage trajectories. A falling positive curve is the LLD collapse precursor.",
+        "of positive- and negative-advantage trajectories. LLDS reports a falling positive curve before GRPO "
+        "collapses.",
         _plot_panels(plotted, LLD_PANELS, colours, notes, "Likelihood of positive and negative trajectories"),
     ))
     figures.append((

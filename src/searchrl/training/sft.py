@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -26,6 +27,9 @@ from searchrl.errors import DataError
 from searchrl.rollout.types import Trajectory, Turn
 from searchrl.training.batching import TokenBatch, collate, split_indices, token_logprobs
 from searchrl.training.policy import autocast, make_optimizer, make_scheduler, trainable_parameters
+
+
+_THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
 
 
 @dataclass
@@ -285,13 +289,15 @@ def oracle_trajectories(
     rollout_cfg: Any,
     *,
     limit: int | None = None,
+    think: bool = True,
     batch_size: int = 256,
 ) -> OracleData:
     """Token-exact trajectories of the oracle's actions, as this run's rollouts would lay them out.
 
     The oracle's model turns are replayed by a `ScriptedBackend` through the real `RolloutEngine`, so the
     prompt template, the assistant prefix, the observations (what THIS retriever returns at this top-k) and the
-    token budgets are exactly those of RL; the oracle file's own observation text is not used. A replay is kept
+    token budgets are exactly those of RL; the oracle file's own observation text is not used. With
+    `think=False` the oracle's `<think>…</think>` texts are removed (actions only). A replay is kept
     only if it ends with the gold answer and the answer appears in what was retrieved (otherwise budgets or the
     retriever broke it, and training on it would teach an ungrounded answer).
     """
@@ -308,6 +314,8 @@ def oracle_trajectories(
         if question is None:
             continue
         turns = rec.model_turns()
+        if not think:
+            turns = [_THINK.sub("", turn) for turn in turns]
         if prefix:
             if not turns[0].startswith(prefix):
                 raise DataError(
