@@ -6,7 +6,8 @@ Run: .venv/bin/python benchmarks/bench_losses.py [--threads 2] [--repeats 60] [-
 What it measures, at B=256, T=1024 with 4 model turns per row (observation gaps between turns, right padding):
 
 - ``Objective.loss(...)`` + ``backward()`` exactly as the trainer runs it, with the (B, T) advantages that
-  ``Objective.advantages`` returns: ``grpo`` (PPO clip only) vs ``sapo`` vs ``llds`` (action gate), first with the
+  ``Objective.advantages`` returns: ``grpo`` (PPO clip only) vs ``sapo`` vs ``llds`` (action gate, the default;
+  also the response and token gates), first with the
   KL and entropy terms off so the ratio isolates the penalty, then with Search-R1's defaults on
   (KL 0.001 low_var_kl, entropy 0.001: what ``algorithm: {name: sapo}`` runs);
 - the standalone functions: ``ppo_clip_loss`` alone, and plus ``sapo_penalty`` / ``llds_penalty`` computed
@@ -121,6 +122,8 @@ def calibadv_step(rows: int, width: int, turns: int) -> Callable[[], None]:
 BASELINES = {
     "Objective sapo": "Objective grpo (clip only)",
     "Objective llds (action gate)": "Objective grpo (clip only)",
+    "Objective llds (response gate)": "Objective grpo (clip only)",
+    "Objective llds (token gate)": "Objective grpo (clip only)",
     "Objective sapo, KL+entropy on": "Objective grpo, KL+entropy on",
     "Objective llds, KL+entropy on": "Objective grpo, KL+entropy on",
     "ppo_clip_loss + sapo_penalty": "ppo_clip_loss",
@@ -144,6 +147,12 @@ def main() -> int:
         "Objective grpo (clip only)": objective_step(build_objective({"name": "grpo", **bare}), data, False),
         "Objective sapo": objective_step(build_objective({"name": "sapo", **bare}), data, False),
         "Objective llds (action gate)": objective_step(build_objective({"name": "llds", **bare}), data, False),
+        "Objective llds (response gate)": objective_step(
+            build_objective({"name": "llds", "llds": {"gate": "response"}, **bare}), data, False
+        ),
+        "Objective llds (token gate)": objective_step(
+            build_objective({"name": "llds", "llds": {"gate": "token"}, **bare}), data, False
+        ),
         "Objective grpo, KL+entropy on": objective_step(build_objective({"name": "grpo"}), data, True),
         "Objective sapo, KL+entropy on": objective_step(build_objective({"name": "sapo"}), data, True),
         "Objective llds, KL+entropy on": objective_step(build_objective({"name": "llds"}), data, True),

@@ -138,7 +138,7 @@ def run_sft(
             with autocast(bf16):
                 loss, n_tokens = sft_loss(model, batch, chunk_size=chunk_size)
             (loss * (n_tokens / max(n_total, 1))).backward()
-            loss_sum += float(loss) * n_tokens
+            loss_sum += float(loss.detach()) * n_tokens
         grad_norm = torch.nn.utils.clip_grad_norm_(trainable_parameters(model), max_grad_norm or float("inf"))
         if torch.isfinite(grad_norm):
             optimizer.step()

@@ -323,7 +323,9 @@ class SearchR1AgentLoop(AgentLoopBase):
         traj = trajectories[0]
         session = backend.sessions[-1]
         if traj.finish_reason == "retrieval_error":
-            log.warning("question %s: retrieval failed after retries: %s", question.id, traj.extras.get("retrieval_error"))
+            log.warning(
+                "question %s: retrieval failed after retries: %s", question.id, traj.extras.get("retrieval_error")
+            )
         # EM, F1 and format validity do not depend on the reward config; the reward itself is compute_score's.
         score_trajectory(traj, RewardConfig())
         record = trajectory_record(traj, session.turn_tokens[0])

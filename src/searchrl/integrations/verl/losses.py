@@ -83,8 +83,7 @@ def loss_objective(loss_name: str, config: Any) -> Any:
     Knobs come from ``config.policy_loss.searchrl`` (absent: the papers' defaults). Cached per distinct knobs.
     """
     where = f"{POLICY_LOSS_KEY}.searchrl"
-    policy_loss_cfg = config.get("policy_loss", None) if hasattr(config, "get") else getattr(config, "policy_loss", None)
-    knobs = section(policy_loss_cfg, "searchrl", POLICY_LOSS_KEY)
+    knobs = section(section(config, "policy_loss", "actor_rollout_ref.actor"), "searchrl", POLICY_LOSS_KEY)
     key = (loss_name, json.dumps(knobs, sort_keys=True, default=str))
     if key in _OBJECTIVES:
         return _OBJECTIVES[key]
@@ -152,7 +151,9 @@ def penalised_policy_loss(
         config=config,
         rollout_is_weights=rollout_is_weights,
     )
-    batch = PolicyBatch(log_probs=log_prob, old_log_probs=old_log_prob, advantages=advantages, response_mask=response_mask)
+    batch = PolicyBatch(
+        log_probs=log_prob, old_log_probs=old_log_prob, advantages=advantages, response_mask=response_mask
+    )
     mask = response_mask.bool()  # (B, T)
     n_tokens = mask.sum().clamp(min=1)
     matrix = torch.zeros_like(log_prob)  # (B, T) Σ_p coef_p · P_p

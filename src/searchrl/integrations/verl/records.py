@@ -8,7 +8,8 @@ it with ``searchrl.rewards.score_trajectory`` exactly as searchrl's own trainer 
 estimator can read the retrieved document ids and think text of every turn.
 
 Dataset rows (verl ``RLHFDataset``; see examples/verl/prepare_data.py): the question text in a ``question``
-column or ``extra_info.question`` (else read back from a Search-R1 prompt's ``Question: ...``); gold answers in ``reward_model.ground_truth`` as ``{"target": [...]}``
+column or ``extra_info.question`` (else read back from a Search-R1 prompt's ``Question: ...``); gold answers in
+``reward_model.ground_truth`` as ``{"target": [...]}``
 (Search-R1's parquet), a list, or a string; ``data_source``; an id in ``extra_info.id``, ``extra_info.index`` or ``id``.
 
 This module imports no verl code (the reward function runs in verl's reward workers and in tests alike).
@@ -26,6 +27,8 @@ from searchrl.errors import DataError
 from searchrl.rollout.types import Trajectory, Turn
 
 RECORD_KEY = "searchrl"
+# Reward facts score_trajectory puts in Trajectory.extras that the record carries (CalibAdv reads f1, format_valid).
+_FACTS = ("em", "f1", "cover_em", "format_valid", "answer_in_retrieval")
 
 
 def _plain(value: Any) -> Any:
@@ -82,7 +85,7 @@ def trajectory_record(traj: Trajectory, turn_tokens: Sequence[int]) -> dict[str,
     """
     if len(turn_tokens) != len(traj.turns):
         raise ValueError(f"{len(turn_tokens)} token counts for {len(traj.turns)} turns")
-    facts = {k: traj.extras[k] for k in ("em", "f1", "cover_em", "format_valid", "answer_in_retrieval") if k in traj.extras}
+    facts = {k: traj.extras[k] for k in _FACTS if k in traj.extras}
     return {
         "turns": [dataclasses.asdict(t) for t in traj.turns],
         "turn_tokens": [int(n) for n in turn_tokens],

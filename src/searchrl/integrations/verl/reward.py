@@ -38,7 +38,7 @@ from searchrl.rollout.types import Trajectory, Turn
 _REPORTED = ("em", "f1", "cover_em", "format_valid", "answer_in_retrieval")
 # An environment observation inside a decoded response: a search result block or the invalid-action message.
 _OBSERVATION_RE = re.compile(
-    "(" + re.escape(OBSERVATION_OPEN) + ".*?" + re.escape(OBSERVATION_CLOSE) + "|" + re.escape(INVALID_ACTION_MESSAGE) + ")",
+    f"({re.escape(OBSERVATION_OPEN)}.*?{re.escape(OBSERVATION_CLOSE)}|{re.escape(INVALID_ACTION_MESSAGE)})",
     re.DOTALL,
 )
 _WHERE = "reward.custom_reward_function.reward_kwargs"
