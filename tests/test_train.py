@@ -27,7 +27,8 @@ TIME_KEYS = ("time/",)
 def tiny_model(tmp_path_factory) -> Path:
     from searchrl.models import build_tiny_random_model
 
-    return build_tiny_random_model(tmp_path_factory.mktemp("tiny") / "model")
+    # One folder per test session (idempotent builder), shared by the test modules that need it.
+    return build_tiny_random_model(tmp_path_factory.getbasetemp() / "searchrl_tiny_model")
 
 
 @pytest.fixture(autouse=True)

@@ -202,6 +202,7 @@ class Objective:
 
     @property
     def requirements(self) -> frozenset[str]:
+        """The optional batch inputs this objective needs, among ``REQUIREMENTS``."""
         needs = set(self.estimator.requires(self.estimator_params))
         needs |= self.policy_loss.requires(self.policy_loss_params)
         for entry, params in self.penalties:
@@ -300,6 +301,10 @@ class Objective:
         registered penalty, ``kl_ref`` (aggregated KL to the reference, when ref_log_probs is given),
         ``entropy`` (aggregated entropy, when given), and the base loss's ``clip_frac``, ``clip_frac_low``,
         ``clip_frac_high``, ``ppo_kl``, ``is_ratio_mean``, ``is_ratio_min``, ``is_ratio_max``.
+
+        Fused path: one :class:`LossContext` is shared by every term (log-ratio, ratio, masks and turn layout
+        are computed once), and the terms that supply ∂loss/∂log_probs (all built-ins) are summed into a single
+        (B, T) gradient attached to autograd once; the entropy term keeps its own graph from the logits.
         """
         self._check_policy_batch(batch)
         s = self.settings
