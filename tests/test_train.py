@@ -155,18 +155,32 @@ def test_a_nan_loss_is_skipped_logged_and_repeated_ones_roll_back(tiny_model, tm
     from searchrl.training.loop import train
 
     run = tmp_path / "run"
-    cfg = load_config("demo", tiny_overrides(tiny_model, run, train__debug_inject_nan_step=2,
-                                             train__nonfinite_rollback_after=2))
+    # One update per step (mini-batch = all 4 trajectories, 2 micro-batches): old log-probs are computed in the
+    # same micro-batches, so that update sees an importance ratio of exactly 1.
+    # A monitor rule that fires while the lr is above 1.5e-5 asks for a rollback to the best checkpoint (the
+    # start, step 0); the rollback halves the lr (2e-5 -> 1e-5), so it fires once.
+    monitor = dict(monitor__on_collapse="rollback", monitor__rules__lr_high__kind="above",
+                   monitor__rules__lr_high__metric="actor/lr", monitor__rules__lr_high__threshold=1.5e-5,
+                   monitor__rules__nonfinite__action="warn", train__lr=2e-5)
+    cfg = load_config("demo", tiny_overrides(tiny_model, run, train__mini_batch_size=4, train__micro_batch_size=2,
+                                             train__debug_inject_nan_step=2, train__nonfinite_rollback_after=1,
+                                             **monitor))
     train(cfg, console=False)
     rows = read_jsonl(run / "metrics.jsonl")
-    # Both updates of step 2 are skipped (2 in a row: a rollback to the step-1 checkpoint, lr halved).
-    assert [r["actor/nonfinite_skips"] for r in rows] == [0.0, 2.0, 0.0]
+    assert [r["actor/nonfinite_skips"] for r in rows] == [0.0, 1.0, 0.0]
     assert rows[1]["diag/nonfinite_count"] >= 1 and rows[0]["diag/nonfinite_count"] == 0
+    assert math.isnan(rows[1]["actor/grad_norm"])
+    for row in (rows[0], rows[2]):
+        assert row["actor/is_ratio_mean"] == 1.0 and row["actor/is_ratio_min"] == 1.0 and row["actor/ppo_kl"] == 0.0
     events = read_jsonl(run / "events.jsonl")
     assert any(e["rule"] == "nonfinite" and e["step"] == 2 for e in events)
+    # The skipped update left the weights alone; one non-finite update in a row triggered a rollback.
+    assert [e["step"] for e in events if e["rule"] == "lr_high"] == [1]
     state = json.loads((run / "checkpoints" / "step_000003" / "state.json").read_text())
-    assert state["nonfinite_rollbacks"] == 1 and state["lr_scale"] == 0.5
-    assert rows[2]["actor/lr"] == pytest.approx(0.5 * rows[0]["actor/lr"])
+    assert state["nonfinite_rollbacks"] == 1 and state["monitor"]["rollbacks_used"] == 1
+    assert state["lr_scale"] == 0.25  # x0.5 for the monitor's rollback, x0.5 for the non-finite one
+    assert rows[1]["actor/lr"] == pytest.approx(0.5 * rows[0]["actor/lr"])
+    assert rows[2]["actor/lr"] == pytest.approx(0.25 * rows[0]["actor/lr"])
 
 
 def _train_process(args: list[str], **kw) -> subprocess.Popen:
@@ -219,3 +233,21 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tiny_model, tmp_path):
     rows = read_jsonl(run / "metrics.jsonl")
     checkpoints = sorted(p.name for p in (run / "checkpoints").iterdir() if p.name.startswith("step_"))
     assert checkpoints and int(checkpoints[-1].split("_")[1]) == len(rows) >= 1
+
+
+@pytest.mark.parametrize("lora", [False, True])
+def test_kl_to_the_start_of_rl_with_and_without_lora(tiny_model, tmp_path, lora):
+    from searchrl.models import load_policy
+    from searchrl.training.loop import train
+
+    run = tmp_path / "run"
+    cfg = load_config("demo", tiny_overrides(tiny_model, run, train__steps=2, algorithm__kl_coef=0.01,
+                                             model__lora__enabled=str(lora).lower(), model__lora__r=4,
+                                             train__lr=1e-3, log__samples_every=0))
+    train(cfg, console=False)
+    rows = read_jsonl(run / "metrics.jsonl")
+    assert all(math.isfinite(r["actor/kl_ref"]) and r["actor/kl_ref"] >= 0 for r in rows)
+    assert rows[-1]["actor/kl_ref"] > 0  # the policy moved away from the reference
+    weights = load_file(str(run / "checkpoints" / "step_000002" / "weights.safetensors"))
+    assert all(("lora_" in name) == lora for name in weights)
+    load_policy(run / "final_model")  # LoRA is merged into an ordinary HF folder

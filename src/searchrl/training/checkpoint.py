@@ -163,8 +163,9 @@ def save_checkpoint(
     trainer_state: dict[str, Any],
     generators: dict[str, torch.Generator] | None = None,
     keep_last: int = 2,
+    protect: tuple[int, ...] = (),
 ) -> Path:
-    """Write a complete checkpoint atomically, then prune all but the last `keep_last` (and the best)."""
+    """Write a complete checkpoint atomically, then prune all but the last `keep_last`, the best and `protect`."""
     final = checkpoint_dir(run_dir, step)
     tmp = final.parent / f".tmp-{final.name}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -190,7 +191,7 @@ def save_checkpoint(
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.rename(tmp, final)
-    _prune(run_dir, keep_last)
+    _prune(run_dir, keep_last, protect)
     return final
 
 
@@ -198,11 +199,11 @@ def mark_best(run_dir: Path, step: int, score: float) -> None:
     atomic_write_json(Path(run_dir) / CHECKPOINTS / BEST_FILE, {"step": step, "score": score})
 
 
-def _prune(run_dir: Path, keep_last: int) -> None:
+def _prune(run_dir: Path, keep_last: int, protect: tuple[int, ...] = ()) -> None:
     found = list_checkpoints(run_dir)
     best = best_checkpoint(run_dir)
-    for _, path in found[: max(0, len(found) - keep_last)]:
-        if best is None or path != best:
+    for step, path in found[: max(0, len(found) - keep_last)]:
+        if path != best and step not in protect:
             shutil.rmtree(path, ignore_errors=True)
 
 

@@ -432,7 +432,7 @@ class Trainer:
         from searchrl.training.diagnostics import TOKEN_DIAGNOSTIC_KEYS
         from searchrl.training.logger import RunLogger
         from searchrl.training.monitor import CollapseMonitor
-        from searchrl.training.policy import make_optimizer, prepare_for_training, reference_policy
+        from searchrl.training.policy import make_optimizer, prepare_for_training
 
         self.cfg = cfg
         self.run_dir = Path(run_dir)
@@ -478,11 +478,32 @@ class Trainer:
             self.model, lr=cfg.train.lr, weight_decay=cfg.train.weight_decay, betas=tuple(cfg.train.adam_betas),
             eps=cfg.train.adam_eps,
         )
-        self.reference = reference_policy(self.model) if self.objective.needs_ref else None
+        self.reference = None  # the frozen RL starting point, made by `ensure_reference` when the KL term is on
         self.backend = HFBackend(self.model, tokenizer, max_batch_size=max(cfg.derived.trajectories_per_step, 1))
         self.engine = RolloutEngine(self.backend, tokenizer, self.retriever, cfg.protocol, cfg.rollout)
         self.monitor = CollapseMonitor(cfg.monitor)
         self.val_names = [name for source in self.val_sources for name in _dataset_names(source)]
+
+    def ensure_reference(self) -> None:
+        """The KL reference: the policy at the start of RL (after any warm start), i.e. checkpoint step 0.
+
+        Under LoRA it is the model with its adapters disabled (the base model, no copy)."""
+        from searchrl.training.checkpoint import checkpoint_dir, load_trainable_state
+        from searchrl.training.policy import is_lora, reference_policy
+
+        if self.reference is not None or not self.objective.needs_ref:
+            return
+        self.reference = reference_policy(self.model)
+        if not is_lora(self.model):
+            from safetensors.torch import load_file
+
+            start = checkpoint_dir(self.run_dir, 0) / "weights.safetensors"
+            with self.reference() as frozen:
+                for p in frozen.parameters():
+                    p.requires_grad_(True)  # so the trainable-name check matches, then frozen again
+                load_trainable_state(frozen, load_file(str(start)), start)
+                for p in frozen.parameters():
+                    p.requires_grad_(False)
 
     # -- small services used by rl_step ------------------------------------------------------------
 
@@ -729,6 +750,7 @@ def _fit(t: Trainer) -> None:
     from searchrl.training.monitor import append_events, strongest_action
 
     cfg = t.cfg
+    t.ensure_reference()
     for step in range(t.state.step + 1, cfg.train.steps + 1):
         t.abortable = True
         t.set_lr(step)
@@ -799,6 +821,7 @@ def _save(t: Trainer, *, best: bool) -> None:
     save_checkpoint(
         t.run_dir, t.state.step, model=t.model, optimizer=t.optimizer, scheduler=None,
         trainer_state=t.state.to_dict(t.sampler.cursor(t.state.step + 1)), keep_last=t.cfg.checkpoint.keep_last,
+        protect=(0,),  # the start of RL: the KL reference and the baseline of every comparison
     )
     if best and t.cfg.checkpoint.keep_best and t.state.best_score is not None:
         mark_best(t.run_dir, t.state.step, t.state.best_score)
