@@ -160,8 +160,10 @@ def run_engine(model, tok, retriever, protocol, questions, group, max_turns, tur
 
 
 def timed(fn, *args) -> tuple[dict, float]:
-    start = time.perf_counter()
+    """Run fn; return its result (with "cpu_s", the process CPU time it used) and its wall time."""
+    start, cpu_start = time.perf_counter(), time.process_time()
     result = fn(*args)
+    result["cpu_s"] = time.process_time() - cpu_start
     return result, time.perf_counter() - start
 
 
@@ -209,19 +211,22 @@ def main() -> int:
 
     table = Table(title=f"{args.questions}x{args.group} trajectories, <= {args.max_turns}+1 turns, "
                         f"{args.turn_tokens} tokens/turn, threads={args.threads}")
-    for col in ("variant", "wall s", "useful tokens", "useful tok/s", "generated", "encoded"):
+    for col in ("variant", "wall s", "CPU s", "useful tokens", "useful tok/s (wall)", "useful tok/CPU-s",
+                "generated", "encoded", "searches"):
         table.add_column(col)
-    ratios = []
+    ratios, cpu_ratios = [], []
     for r in rows:
-        e_tps = r["engine"]["useful"] / r["t_engine"]
-        l_tps = r["loop"]["useful"] / r["t_loop"]
-        ratios.append(e_tps / l_tps)
-        table.add_row("engine", f"{r['t_engine']:.1f}", str(r["engine"]["useful"]), f"{e_tps:.1f}",
-                      str(r["engine"]["generated"]), str(r["engine"]["encoded"]))
-        table.add_row("Search-R1 loop", f"{r['t_loop']:.1f}", str(r["loop"]["useful"]), f"{l_tps:.1f}",
-                      str(r["loop"]["generated"]), str(r["loop"]["encoded"]))
+        for name, key, t in (("engine", "engine", r["t_engine"]), ("Search-R1 loop", "loop", r["t_loop"])):
+            v = r[key]
+            table.add_row(name, f"{t:.1f}", f"{v['cpu_s']:.1f}", str(v["useful"]), f"{v['useful'] / t:.1f}",
+                          f"{v['useful'] / v['cpu_s']:.1f}", str(v["generated"]), str(v["encoded"]),
+                          str(v["searches"]))
+        ratios.append((r["engine"]["useful"] / r["t_engine"]) / (r["loop"]["useful"] / r["t_loop"]))
+        engine_cpu_tps = r["engine"]["useful"] / r["engine"]["cpu_s"]
+        cpu_ratios.append(engine_cpu_tps / (r["loop"]["useful"] / r["loop"]["cpu_s"]))
     console.print(table)
-    console.print(f"useful tokens/s ratio engine / loop: {', '.join(f'{x:.2f}' for x in ratios)}")
+    console.print(f"useful tokens/s ratio engine / loop: wall {', '.join(f'{x:.2f}' for x in ratios)}; "
+                  f"CPU time {', '.join(f'{x:.2f}' for x in cpu_ratios)}")
 
     sweep = []
     for size in sizes:
@@ -229,14 +234,17 @@ def main() -> int:
         qs = questions[: max(1, size // group)]
         sweep_common = (args.max_turns, args.sweep_turn_tokens, args.max_obs, args.topk)
         result, seconds = timed(run_engine, model, tok, retriever, protocol, qs, group, *sweep_common, 100 + size)
-        sweep.append({"batch": len(qs) * group, "seconds": seconds, "tokens": result["useful"],
-                      "tok_s": result["useful"] / seconds, "encoded": result["encoded"], "finish": result["finish"]})
-        console.print(f"  batch {len(qs) * group}: {result['useful']} tokens in {seconds:.1f} s = "
-                      f"{result['useful'] / seconds:.1f} tok/s ({result['finish']})")
+        sweep.append({"batch": len(qs) * group, "seconds": seconds, "cpu_s": result["cpu_s"],
+                      "tokens": result["useful"], "tok_s": result["useful"] / seconds,
+                      "tok_cpu_s": result["useful"] / result["cpu_s"], "encoded": result["encoded"],
+                      "finish": result["finish"]})
+        console.print(f"  batch {len(qs) * group}: {result['useful']} tokens in {seconds:.1f} s "
+                      f"({result['cpu_s']:.1f} CPU s) = {result['useful'] / seconds:.1f} tok/s, "
+                      f"{result['useful'] / result['cpu_s']:.1f} tok/CPU-s ({result['finish']})")
 
     out = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)",
            "threads": args.threads, "args": {k: str(v) for k, v in vars(args).items()}, "comparison": rows,
-           "ratios": ratios, "sweep": sweep, "python": sys.version.split()[0], "torch": torch.__version__}
+           "ratios": ratios, "cpu_ratios": cpu_ratios, "sweep": sweep, "python": sys.version.split()[0], "torch": torch.__version__}
     print(json.dumps(out, indent=1))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))

@@ -162,15 +162,15 @@ def test_sample_tokens_filters():
     logits = torch.randn(64, 50, generator=gen) * 3  # (B, V)
     greedy_tokens, greedy_lp = sample_tokens(logits, SamplingParams(greedy=True), gen)
     assert torch.equal(greedy_tokens, logits.argmax(-1))
-    assert torch.allclose(greedy_lp, torch.log_softmax(logits, -1).max(-1).values)
+    assert torch.allclose(greedy_lp, torch.log_softmax(logits, -1).max(-1).values, atol=1e-6)
     top1, lp1 = sample_tokens(logits, SamplingParams(top_k=1), gen)
-    assert torch.equal(top1, greedy_tokens) and torch.allclose(lp1, torch.zeros(64))
+    assert torch.equal(top1, greedy_tokens) and torch.allclose(lp1, torch.zeros(64), atol=1e-6)
     tokens, lp = sample_tokens(logits, SamplingParams(top_k=5, temperature=0.5), gen)
     assert (logits.topk(5).indices == tokens[:, None]).any(-1).all()
     z = logits / 0.5
     kth = z.topk(5).values[:, -1:]
     expected = torch.log_softmax(z.masked_fill(z < kth, float("-inf")), -1).gather(1, tokens[:, None]).squeeze(1)
-    assert torch.allclose(lp, expected)
+    assert torch.allclose(lp, expected, atol=1e-6)
     # top-p: the kept set is the smallest prefix of the sorted distribution whose mass reaches p.
     probs = torch.softmax(logits, -1)
     tokens, lp = sample_tokens(logits, SamplingParams(top_p=0.5), gen)
@@ -180,6 +180,22 @@ def test_sample_tokens_filters():
         kept = order[: int((mass < 0.5).sum()) + 1]
         assert int(tokens[row]) in kept.tolist()
         assert abs(float(lp[row]) - float(torch.log(probs[row, tokens[row]] / probs[row, kept].sum()))) < 1e-5
+
+
+def test_sampling_follows_the_distribution():
+    """Empirical frequencies of 40,000 draws match softmax(logits / T) (and the filtered one with top-k)."""
+    gen = torch.Generator().manual_seed(1)
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0, float("-inf"), 0.5]]).repeat(40_000, 1)  # (B, V)
+    tokens, lp = sample_tokens(logits, SamplingParams(temperature=0.8), gen)
+    expected = torch.softmax(logits[0] / 0.8, -1)
+    freq = torch.bincount(tokens, minlength=6).double() / len(tokens)
+    assert float((freq - expected).abs().max()) < 0.01  # ~4 standard errors at these probabilities
+    assert freq[4] == 0  # a zero-probability token is never drawn
+    assert torch.allclose(lp, torch.log(expected[tokens]).float(), atol=1e-5)
+    tokens, _ = sample_tokens(logits, SamplingParams(top_k=2), gen)
+    freq = torch.bincount(tokens, minlength=6).double() / len(tokens)
+    assert set(tokens.unique().tolist()) == {0, 1}
+    assert abs(float(freq[0]) - float(torch.softmax(torch.tensor([2.0, 1.0]), -1)[0])) < 0.01
 
 
 @pytest.mark.slow
