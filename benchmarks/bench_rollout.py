@@ -1,7 +1,7 @@
 """Benchmark: rollout throughput of searchrl's engine vs a Search-R1-style loop, with SmolLM2-135M on this CPU.
 
 Run: .venv/bin/python benchmarks/bench_rollout.py [--questions 8] [--group 2] [--turn-tokens 128] [--max-turns 2]
-                                                 [--sizes 1,8,32] [--threads 1] [--repeats 1] [--data DIR]
+        [--sizes 1,8,32] [--sweep-turn-tokens 64] [--threads 1] [--repeats 1] [--no-full-budget] [--data DIR]
 
 What it measures (same model, prompts, retriever, sampling T=1.0, in one process):
 
@@ -13,7 +13,8 @@ What it measures (same model, prompts, retriever, sampling T=1.0, in one process
   `model.generate(max_new_tokens=turn budget)` and no stop strings (rows stop only at EOS), decodes with
   `skip_special_tokens=True`, cuts the text after the first `</search>` (else `</answer>`), re-tokenises it,
   appends the observation (token ids cut to `max_obs` tokens), and after the loop runs one more generation
-  without search.
+  without search. Two variants: rows stop at EOS (as vLLM's do in Search-R1), and every row generates the full
+  per-turn budget (`min_new_tokens`; what Search-R1 does with a base model that never writes EOS).
 - **useful tokens/s** = tokens kept in the trajectories (engine: sampled tokens, `response_mask` = 1; loop: the
   re-tokenised, cut responses) / wall time of the whole rollout (prefill, decode, retrieval, bookkeeping).
 - **encoded tokens**: tokens pushed through the model (prefill + decode), to show the cache reuse.
@@ -80,8 +81,12 @@ def load_bm25(folder: Path):
 
 
 def search_r1_loop(model, tok, retriever, protocol: ProtocolConfig, questions: list[Question], group: int,
-                   max_turns: int, turn_tokens: int, max_obs: int, topk: int, seed: int) -> dict:
-    """Search-R1's `run_llm_loop` on transformers `generate`; returns token counts."""
+                   max_turns: int, turn_tokens: int, max_obs: int, topk: int, seed: int,
+                   full_budget: bool = False) -> dict:
+    """Search-R1's `run_llm_loop` on transformers `generate`; returns token counts.
+
+    Rows stop at EOS, as vLLM's do in Search-R1; `full_budget=True` makes every row generate the whole per-turn
+    budget (`min_new_tokens`), as Search-R1 does with a base model that never writes EOS."""
     torch.manual_seed(seed)
     prompts = [encode_prompt(q.question, protocol, tok) for q in questions for _ in range(group)]
     contexts = [list(p) for p in prompts]  # rolling state: re-encoded in full every turn
@@ -102,7 +107,7 @@ def search_r1_loop(model, tok, retriever, protocol: ProtocolConfig, questions: l
         with torch.inference_mode():
             out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=turn_tokens, do_sample=True,
                                  temperature=1.0, top_p=1.0, top_k=0, pad_token_id=pad,
-                                 eos_token_id=tok.eos_token_id)
+                                 eos_token_id=tok.eos_token_id, min_new_tokens=turn_tokens if full_budget else 0)
         new = out[:, width:]
         generated += int((new != pad).sum()) + int((new == tok.eos_token_id).any(dim=1).sum())
         encoded += new.shape[1] * len(rows)  # the batch steps until its longest row is done
@@ -160,7 +165,7 @@ def run_engine(model, tok, retriever, protocol, questions, group, max_turns, tur
 
 
 def timed(fn, *args) -> tuple[dict, float]:
-    """Run fn; return its result (with "cpu_s", the process CPU time it used) and its wall time."""
+    """Run fn(*args); return its result (with "cpu_s", the process CPU time it used) and its wall time."""
     start, cpu_start = time.perf_counter(), time.process_time()
     result = fn(*args)
     result["cpu_s"] = time.process_time() - cpu_start
@@ -179,6 +184,7 @@ def main() -> int:
     parser.add_argument("--sweep-turn-tokens", type=int, default=64, help="tokens per turn in the batch sweep")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1 is faster on a busy CPU)")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--no-full-budget", action="store_true", help="skip the full-budget loop variant")
     parser.add_argument("--data", type=Path, default=SHARED / "nq_oracle")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args()
@@ -197,36 +203,44 @@ def main() -> int:
     with torch.inference_mode():  # warm-up: first calls allocate and pick kernels
         model.generate(torch.tensor([tok.encode("warm up")]), max_new_tokens=4, do_sample=False)
 
+    variants = [("engine", run_engine, {})] + [
+        (name, search_r1_loop, kwargs)
+        for name, kwargs in (("Search-R1 loop (EOS stops a row)", {}),
+                             ("Search-R1 loop (full budget)", {"full_budget": True}))
+        if not args.no_full_budget or not kwargs
+    ]
     rows = []
     for repeat in range(args.repeats):
-        seed = repeat
         qs = questions[: args.questions]
-        console.print(f"[bold]repeat {repeat + 1}/{args.repeats}[/]: engine on {len(qs)}x{args.group}")
-        engine, t_engine = timed(run_engine, model, tok, retriever, protocol, qs, args.group, *common, seed)
-        console.print(f"  engine {t_engine:.1f} s, {engine}")
-        console.print(f"  Search-R1-style loop on {len(qs)}x{args.group}")
-        loop, t_loop = timed(search_r1_loop, model, tok, retriever, protocol, qs, args.group, *common, seed)
-        console.print(f"  loop {t_loop:.1f} s, {loop}")
-        rows.append({"engine": engine, "t_engine": t_engine, "loop": loop, "t_loop": t_loop})
+        results = {}
+        for name, fn, kwargs in variants:
+            console.print(f"[bold]repeat {repeat + 1}/{args.repeats}[/]: {name} on {len(qs)}x{args.group}")
+            result, seconds = timed(lambda: fn(model, tok, retriever, protocol, qs, args.group, *common, repeat,
+                                               **kwargs))
+            result["wall_s"] = seconds
+            results[name] = result
+            console.print(f"  {seconds:.1f} s, {result}")
+        rows.append(results)
 
     table = Table(title=f"{args.questions}x{args.group} trajectories, <= {args.max_turns}+1 turns, "
                         f"{args.turn_tokens} tokens/turn, threads={args.threads}")
     for col in ("variant", "wall s", "CPU s", "useful tokens", "useful tok/s (wall)", "useful tok/CPU-s",
-                "generated", "encoded", "searches"):
+                "generated", "encoded", "searches", "engine ratio (wall / CPU)"):
         table.add_column(col)
-    ratios, cpu_ratios = [], []
-    for r in rows:
-        for name, key, t in (("engine", "engine", r["t_engine"]), ("Search-R1 loop", "loop", r["t_loop"])):
-            v = r[key]
-            table.add_row(name, f"{t:.1f}", f"{v['cpu_s']:.1f}", str(v["useful"]), f"{v['useful'] / t:.1f}",
-                          f"{v['useful'] / v['cpu_s']:.1f}", str(v["generated"]), str(v["encoded"]),
-                          str(v["searches"]))
-        ratios.append((r["engine"]["useful"] / r["t_engine"]) / (r["loop"]["useful"] / r["t_loop"]))
-        engine_cpu_tps = r["engine"]["useful"] / r["engine"]["cpu_s"]
-        cpu_ratios.append(engine_cpu_tps / (r["loop"]["useful"] / r["loop"]["cpu_s"]))
+    ratios: dict[str, list[list[float]]] = {}
+    for results in rows:
+        engine = results["engine"]
+        for name, v in results.items():
+            ratio = ""
+            if name != "engine":
+                wall = (engine["useful"] / engine["wall_s"]) / (v["useful"] / v["wall_s"])
+                cpu = (engine["useful"] / engine["cpu_s"]) / (v["useful"] / v["cpu_s"])
+                ratios.setdefault(name, []).append([wall, cpu])
+                ratio = f"{wall:.2f} / {cpu:.2f}"
+            table.add_row(name, f"{v['wall_s']:.1f}", f"{v['cpu_s']:.1f}", str(v["useful"]),
+                          f"{v['useful'] / v['wall_s']:.1f}", f"{v['useful'] / v['cpu_s']:.1f}",
+                          str(v["generated"]), str(v["encoded"]), str(v["searches"]), ratio)
     console.print(table)
-    console.print(f"useful tokens/s ratio engine / loop: wall {', '.join(f'{x:.2f}' for x in ratios)}; "
-                  f"CPU time {', '.join(f'{x:.2f}' for x in cpu_ratios)}")
 
     sweep = []
     for size in sizes:
@@ -244,7 +258,8 @@ def main() -> int:
 
     out = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)",
            "threads": args.threads, "args": {k: str(v) for k, v in vars(args).items()}, "comparison": rows,
-           "ratios": ratios, "cpu_ratios": cpu_ratios, "sweep": sweep, "python": sys.version.split()[0], "torch": torch.__version__}
+           "ratios_wall_cpu": ratios, "sweep": sweep, "python": sys.version.split()[0],
+           "torch": torch.__version__}
     print(json.dumps(out, indent=1))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))

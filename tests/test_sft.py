@@ -35,13 +35,13 @@ def one_thread():
 def oracle(tiny_model):
     from searchrl.data import load_source
     from searchrl.models import load_policy
-    from searchrl.training.loop import _build_retriever
+    from searchrl.training.trainer import build_retriever
     from searchrl.training.sft import oracle_trajectories
 
     cfg = load_config("demo", ["protocol.assistant_prefix=<search>", "rollout.max_turn_tokens=24"])
     source = load_source("world", split="train")
     _, tokenizer = load_policy(tiny_model)
-    data = oracle_trajectories(source, tokenizer, _build_retriever(cfg, source), cfg.protocol, cfg.rollout, limit=24,
+    data = oracle_trajectories(source, tokenizer, build_retriever(cfg, source), cfg.protocol, cfg.rollout, limit=24,
                                think=False)
     return cfg, tokenizer, data
 

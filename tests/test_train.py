@@ -69,7 +69,8 @@ def test_tiny_run_end_to_end_writes_the_run_folder(tiny_model, tmp_path):
     from searchrl.training.loop import train
 
     run = tmp_path / "run"
-    cfg = load_config("demo", tiny_overrides(tiny_model, run, train__ppo_epochs=2))
+    # Sampling at T = 1.5: the trainer must score tokens under softmax(logits / T), as they were sampled.
+    cfg = load_config("demo", tiny_overrides(tiny_model, run, train__ppo_epochs=2, rollout__temperature=1.5))
     summary = train(cfg, console=False)
     rows = read_jsonl(run / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2, 3]
@@ -84,6 +85,7 @@ def test_tiny_run_end_to_end_writes_the_run_folder(tiny_model, tmp_path):
         assert set(row) == set(rows[0])  # the key set never changes
         # B*G / mini_batch_size updates per epoch, two epochs.
         assert row["actor/updates"] == cfg.derived.updates_per_step == 4
+        assert row["diag/sampler_logprob_gap"] < 5e-3  # bf16 autocast noise only (without 1/T: about 0.04)
     assert math.isnan(rows[0]["val/world/em"]) and not math.isnan(rows[-1]["val/world/em"])
     assert sorted(p.name for p in (run / "samples").iterdir()) == ["step_0001.jsonl", "step_0002.jsonl", "step_0003.jsonl"]
     sample = json.loads((run / "samples" / "step_0001.jsonl").read_text().splitlines()[0])

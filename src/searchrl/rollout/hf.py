@@ -12,7 +12,8 @@ How the cache is reused (so a turn after an observation never re-encodes the his
 - A row that stops (stop string, EOS, budget) drops out of the next forward: its cache columns are copied out to
   its compact tensor and the last active slot is moved into its place ("swap-remove"), so the forward batch is
   always a contiguous view of the active rows and the total copying per turn is one pass over the cache.
-- The first turn prefills each distinct prompt once (the G samples of a question share it) and shares the result.
+- The first turn prefills each distinct prompt once (the G samples of a question share it), and the prefix all
+  prompts share (the instruction template before `Question:`) once for the whole batch, like vLLM's prefix cache.
 
 The layers are written through a `DynamicCache` whose layers write into the buffer in place instead of
 concatenating (a concatenating cache copies the whole cache at every decode step). Models whose layers are all
@@ -39,6 +40,20 @@ from searchrl.rollout.backend import (
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+
+_MIN_SHARED_PREFIX = 16  # shorter common prefixes are not worth a separate forward
+
+
+def _common_prefix(sequences: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """The longest prefix shared by all sequences."""
+    first = sequences[0]
+    n = min(len(s) for s in sequences)
+    for k in range(n):
+        token = first[k]
+        if any(s[k] != token for s in sequences):
+            return tuple(first[:k])
+    return tuple(first[:n])
 
 
 class _SlotBuffer:
@@ -84,9 +99,9 @@ class HFBackend:
 
     `max_batch_size` bounds the rows of one forward, and `max_cache_bytes` the KV buffer of one batch (more rows
     run in consecutive batches of similar lengths); `prefill_tokens` bounds rows × columns of one prefill forward
-    (activation memory). Log-probabilities follow
-    `searchrl.rollout.backend.sample_tokens`: under softmax(logits / T) (after top-k / top-p filtering) when
-    sampling, under the raw softmax when greedy.
+    (activation memory). Log-probabilities follow `searchrl.rollout.backend.sample_tokens`: under
+    softmax(logits / T) (after top-k / top-p filtering) when sampling, under the raw softmax when greedy.
+    `stats` counts the tokens pushed through the model (prefill and decode) and the forward calls.
     """
 
     def __init__(
@@ -235,28 +250,43 @@ class HFSession:
         return buffer.kv[:, :, slot].index_select(3, cols)
 
     def _prefill_fresh(self, rows: list[int]) -> None:
-        """Encode all but the last prompt token of rows with no cache, once per distinct prompt."""
+        """Encode all but the last prompt token of rows with no cache: once per distinct prompt, and the prefix
+        that all distinct prompts share (the instruction template before the question) once for all of them."""
         unique: dict[tuple[int, ...], list[int]] = {}
         for row in rows:
             prefix = tuple(self.pending[row][:-1])
             if prefix:
                 unique.setdefault(prefix, []).append(row)
-        prefixes = sorted(unique, key=len)
+        if not unique:
+            return
+        prompts = sorted(unique, key=len)
+        shared = _common_prefix(prompts) if len(prompts) > 1 else ()
+        shared_kv = None
+        if len(shared) >= _MIN_SHARED_PREFIX:
+            buffer = self._new_buffer(1, len(shared))
+            self._prefill_left_aligned(buffer, [list(shared)], [0])
+            shared_kv = self._take(buffer, 0)  # (L, 2, H, len(shared), D)
+        base = len(shared) if shared_kv is not None else 0
         i = 0
-        while i < len(prefixes):
+        while i < len(prompts):
             # Group prompts of similar length so that rows × width stays under the prefill budget.
             j = i + 1
-            while j < len(prefixes) and (j + 1 - i) * len(prefixes[j]) <= self.backend.prefill_tokens:
+            while j < len(prompts) and (j + 1 - i) * (len(prompts[j]) - base) <= self.backend.prefill_tokens:
                 j += 1
-            group = prefixes[i:j]
-            width = len(group[-1])
-            buffer = self._new_buffer(len(group), width)
-            self._prefill_left_aligned(buffer, [list(p) for p in group], [0] * len(group))
-            for slot, prefix in enumerate(group):
+            group = prompts[i:j]
+            suffixes = [list(p[base:]) for p in group]
+            buffer = self._new_buffer(len(group), base + max(len(x) for x in suffixes))
+            if shared_kv is not None:
+                buffer.kv[:, :, :, :, :base] = shared_kv[:, :, None]  # every slot starts with the shared prefix
+                buffer.mask[:, :base] = 1
+                buffer.n = base
+            if any(suffixes):
+                self._prefill_left_aligned(buffer, suffixes, [base] * len(group))
+            for slot, prompt in enumerate(group):
                 kv = self._take(buffer, slot)
-                for row in unique[prefix]:
+                for row in unique[prompt]:
                     self.cached[row] = kv  # shared by the G rows of one prompt; never written in place
-                    self.cached_len[row] = len(prefix)
+                    self.cached_len[row] = len(prompt)
                     self.pending[row] = self.pending[row][-1:]
             i = j
 

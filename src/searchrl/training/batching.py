@@ -93,9 +93,16 @@ def body_and_head(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Mod
 
 
 def _chunk_logprob_entropy(
-    hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor, with_entropy: bool
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    targets: torch.Tensor,
+    with_entropy: bool,
+    temperature: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     logits = F.linear(hidden, weight, bias).float()  # (n, V)
+    if temperature != 1.0:
+        logits = logits / temperature  # the distribution the rollout sampled from (verl divides the same way)
     log_probs = torch.log_softmax(logits, dim=-1)  # (n, V)
     token_lp = log_probs.gather(-1, targets[:, None]).squeeze(-1)  # (n,)
     if with_entropy:
@@ -112,8 +119,12 @@ def token_logprobs(
     chunk_size: int = 256,
     with_entropy: bool = False,
     only_masked: bool = True,
+    temperature: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log π(response token) and its categorical entropy per response position, (B, T) each.
+
+    π is softmax(logits / temperature): pass the rollout's sampling temperature so that log-probs and
+    importance ratios refer to the distribution the tokens were drawn from.
 
     Positions outside `response_mask` (observations, padding) get 0 when `only_masked` (their logits are never
     computed); with `only_masked=False` every real response token is scored. Gradients flow when enabled.
@@ -131,9 +142,11 @@ def token_logprobs(
         h = flat_hidden[start : start + chunk_size]
         y = flat_targets[start : start + chunk_size]
         if torch.is_grad_enabled() and h.requires_grad:
-            lp, ent = checkpoint(_chunk_logprob_entropy, h, weight, bias, y, with_entropy, use_reentrant=False)
+            lp, ent = checkpoint(
+                _chunk_logprob_entropy, h, weight, bias, y, with_entropy, temperature, use_reentrant=False
+            )
         else:
-            lp, ent = _chunk_logprob_entropy(h, weight, bias, y, with_entropy)
+            lp, ent = _chunk_logprob_entropy(h, weight, bias, y, with_entropy, temperature)
         lp_parts.append(lp)
         ent_parts.append(ent)
     B, T = batch.response_ids.shape

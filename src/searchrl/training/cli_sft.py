@@ -60,7 +60,7 @@ def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False) -> di
     from searchrl.data import load_source
     from searchrl.models import load_policy
     from searchrl.training.checkpoint import atomic_write_json
-    from searchrl.training.loop import _build_retriever
+    from searchrl.training.trainer import build_retriever
     from searchrl.training.policy import export_policy, prepare_for_training
     from searchrl.training.sft import oracle_trajectories, read_trajectories, run_sft
 
@@ -69,7 +69,7 @@ def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False) -> di
     model, tokenizer = load_policy(cfg.model.name)
     model = prepare_for_training(model, lora=cfg.model.lora, gradient_checkpointing=cfg.model.gradient_checkpointing,
                                  seed=cfg.seed)
-    retriever = _build_retriever(cfg, source)
+    retriever = build_retriever(cfg, source)
     dropped: dict = {}
     if cfg.sft.data == "oracle":
         oracle = oracle_trajectories(source, tokenizer, retriever, cfg.protocol, cfg.rollout, limit=cfg.sft.max_examples,
