@@ -154,6 +154,14 @@ def test_eos_is_kept_when_sampled(tok):
     _check_token_exact(traj, tok, backend)
 
 
+def test_scripted_turn_without_eos_ends_like_a_budget_cut(tok):
+    backend = ScriptedBackend(tok, [["no tag here"]], eos_after_turn=False)
+    engine = RolloutEngine(backend, tok, WordRetriever(), ProtocolConfig(), RolloutConfig())
+    traj = engine.run(QUESTIONS[:1], 1)[0]
+    assert traj.response_ids == tok.encode("no tag here", add_special_tokens=False)  # no EOS appended
+    assert traj.finish_reason == "length" and traj.turns[0].action == "none"
+
+
 def test_max_turns_then_a_final_turn_without_search(tok):
     always_search = [["<search>capital of France</search>"] * 10]
     engine, backend, retriever = _engine(tok, always_search, max_turns=2)
