@@ -17,12 +17,12 @@ A malformed row raises `DataError` naming the file, the line (or parquet row) an
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from searchrl.data.jsonl import iter_jsonl_objects
 from searchrl.data.types import Question
 from searchrl.errors import DataError
 
@@ -115,21 +115,9 @@ def load_flashrag_jsonl(path: str | Path, data_source: str | None = None) -> lis
     path = Path(path)
     source = data_source or _name_from_file(path)
     questions, wheres = [], []
-    try:
-        fh = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror})") from None
-    with fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{line_no}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-            questions.append(question_from_row(row, where, source))
-            wheres.append(where)
+    for where, row in iter_jsonl_objects(path):
+        questions.append(question_from_row(row, where, source))
+        wheres.append(where)
     if not questions:
         raise DataError(f"{path}: no questions (the file is empty)")
     _check_unique(questions, wheres)

@@ -18,12 +18,12 @@ the gold passage of that hop only (one hit), rendered as the engine renders obse
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from searchrl.data.jsonl import iter_jsonl_objects
 from searchrl.errors import DataError
 from searchrl.retrieval.base import Hit
 
@@ -60,36 +60,23 @@ class OracleTrajectory:
 
 def load_oracle(path: str | Path) -> list[OracleTrajectory]:
     """Read an oracle JSONL file; a malformed line raises `DataError` naming the file, line and field."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: oracle file not found (generate one with `searchrl data world --out DIR`)")
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{line_no}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
-            for key in ("id", "question", "golden_answers", "turns"):
-                if key not in row:
-                    raise DataError(f"{where}: field '{key}' is missing")
-            turns = row["turns"]
-            if not isinstance(turns, list) or not all(
-                isinstance(t, list) and len(t) == 2 and isinstance(t[0], str) and isinstance(t[1], bool)
-                for t in turns
-            ):
-                raise DataError(f"{where}: field 'turns' must be a list of [text, is_observation] pairs")
-            out.append(OracleTrajectory(
-                id=str(row["id"]), question=str(row["question"]), golden_answers=list(row["golden_answers"]),
-                turns=[(t[0], t[1]) for t in turns], data_source=str(row.get("data_source", "world")),
-                type=str(row.get("type", "")), queries=list(row.get("queries", [])),
-                doc_ids=[str(d) for d in row.get("doc_ids", [])],
-            ))
+    for where, row in iter_jsonl_objects(path, missing="oracle file not found (generate one with `searchrl data world --out DIR`)"):
+        for key in ("id", "question", "golden_answers", "turns"):
+            if key not in row:
+                raise DataError(f"{where}: field '{key}' is missing")
+        turns = row["turns"]
+        if not isinstance(turns, list) or not all(
+            isinstance(t, list) and len(t) == 2 and isinstance(t[0], str) and isinstance(t[1], bool)
+            for t in turns
+        ):
+            raise DataError(f"{where}: field 'turns' must be a list of [text, is_observation] pairs")
+        out.append(OracleTrajectory(
+            id=str(row["id"]), question=str(row["question"]), golden_answers=list(row["golden_answers"]),
+            turns=[(t[0], t[1]) for t in turns], data_source=str(row.get("data_source", "world")),
+            type=str(row.get("type", "")), queries=list(row.get("queries", [])),
+            doc_ids=[str(d) for d in row.get("doc_ids", [])],
+        ))
     return out
 
 

@@ -1,0 +1,36 @@
+"""Reading JSONL files with errors that name the file and line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from searchrl.errors import DataError
+
+
+def iter_jsonl_objects(path: str | Path, *, missing: str = "cannot read (No such file or directory)") -> Iterator[tuple[str, dict]]:
+    """Yield ``(where, row)`` for each non-blank line of a JSONL file, ``where`` being ``"FILE:LINE"``.
+
+    A missing file, a line that is not JSON, or a line that is not a JSON object raises `DataError` naming the
+    file and line; ``missing`` completes the message for a missing file (say how to get one).
+    """
+    path = Path(path)
+    try:
+        fh = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{path}: {missing}") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror})") from None
+    with fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{line_no}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
+            yield where, row
