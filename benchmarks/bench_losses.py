@@ -12,7 +12,9 @@ What it measures, at B=256, T=1024 with 4 model turns per row (observation gaps 
   (KL 0.001 low_var_kl, entropy 0.001: what ``algorithm: {name: sapo}`` runs);
 - the standalone functions: ``ppo_clip_loss`` alone, and plus ``sapo_penalty`` / ``llds_penalty`` computed
   separately (each builds its own context: the unfused path);
-- ``calibadv_advantages`` at B=512, T=2048 (target < 50 ms) and at B=256, T=1024.
+- ``calibadv_advantages`` at B=512, T=2048 (target < 50 ms) and at B=256, T=1024;
+- ``block_run_layout`` alone: the mask-only part of LLDS's action gate (where each turn starts), which every
+  ``Objective.loss`` with the action gate computes once, to split that variant's cost into layout and gate.
 
 Rounds are interleaved (every variant once per round) so that load from other processes on a shared machine hits
 all variants alike. Reported: the minimum (the least-disturbed run) and the median wall time; the penalty ratios
@@ -43,6 +45,7 @@ from searchrl.algorithms import (
     ppo_clip_loss,
     sapo_penalty,
 )
+from searchrl.algorithms.masks import block_run_layout
 
 
 def make_mask(rows: int, width: int, turns: int, gen: torch.Generator) -> torch.Tensor:
@@ -159,6 +162,7 @@ def main() -> int:
         "ppo_clip_loss": standalone_step(None, data),
         "ppo_clip_loss + sapo_penalty": standalone_step("sapo", data),
         "ppo_clip_loss + llds_penalty": standalone_step("llds", data),
+        "block_run_layout 256×1024 (action-gate layout)": lambda: block_run_layout(data["mask"]),
         "calibadv_advantages 256×1024": calibadv_step(256, 1024, 4),
         "calibadv_advantages 512×2048": calibadv_step(512, 2048, 4),
     }

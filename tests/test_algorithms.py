@@ -12,7 +12,9 @@ from searchrl.algorithms import (
     AGGREGATION_MODES,
     KL_KINDS,
     LLDS_GATES,
+    PolicyBatch,
     aggregate,
+    build_objective,
     calibadv_advantages,
     entropy_from_logits,
     grpo_advantages,
@@ -29,6 +31,7 @@ from searchrl.algorithms import (
     word_edit_similarity,
     word_levenshtein,
 )
+from searchrl.algorithms.masks import block_run_layout, block_run_sums, padded_size, scale_run_spans_
 
 torch.set_num_threads(2)
 LN = math.log
@@ -723,3 +726,141 @@ def test_per_token_penalty_masks_by_hand() -> None:
     terms = llds_penalty_terms(lp, old, adv, mask, gate="action")
     assert terms.active_mask.nonzero().tolist() == [[0, 0]]
     assert terms.selection_mask[1].tolist() == [False] * 6  # A < 0
+
+
+# ------------------------------------------------------------------------------------------- LLDS action gate
+
+
+def _ragged_masks(gen: torch.Generator, rows: int, width: int) -> torch.Tensor:
+    """Masks with ragged runs: empty rows, fully masked rows, runs at the row's start and touching its end,
+    one-token runs and one-token gaps."""
+    mask = torch.zeros(rows, width, dtype=torch.long)
+    for b in range(rows):
+        kind = b % 5
+        if kind == 0:
+            continue  # an empty row
+        if kind == 1:
+            mask[b] = 1  # one run over the whole row
+            continue
+        pos = 0 if kind == 2 else int(torch.randint(0, 4, (1,), generator=gen))
+        while pos < width:
+            length = int(torch.randint(1, 12, (1,), generator=gen))
+            mask[b, pos : pos + length] = 1
+            pos += length + int(torch.randint(1, 5, (1,), generator=gen))
+        if kind == 3:
+            mask[b, -3:] = 1  # a run touching the row's end
+    return mask
+
+
+def _dyadic(gen: torch.Generator, shape: tuple[int, int], dtype: torch.dtype, low: int, high: int) -> torch.Tensor:
+    """Multiples of 1/16 in [low/16, high/16]: every sum of a few hundred is exact in float32 and float64, so the
+    fast path and the loop agree exactly whatever their summation order, and some actions sum to exactly 0."""
+    return (torch.randint(low, high + 1, shape, generator=gen) / 16).to(dtype)
+
+
+def _loop_runs(mask_row: list[int]) -> list[tuple[int, int]]:
+    runs, t = [], 0
+    while t < len(mask_row):
+        if mask_row[t]:
+            end = t
+            while end < len(mask_row) and mask_row[end]:
+                end += 1
+            runs.append((t, end))
+            t = end
+        else:
+            t += 1
+    return runs
+
+
+def _loop_llds_action(lp: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor):
+    """LLDS with the action gate as Eq. 4 reads, one row and one action at a time (official normalisation):
+    (value, ∂value/∂lp, per-token penalty, active tokens)."""
+    rows, width = mask.shape
+    m = mask.tolist()
+    n_tokens = max(1, sum(map(sum, m)))
+    row_adv = adv.tolist() if adv.dim() == 1 else [
+        sum(a * k for a, k in zip(adv[b].tolist(), m[b])) / max(1, sum(m[b])) for b in range(rows)
+    ]
+    delta = (old - lp.detach()).tolist()
+    value, grad = 0.0, [[0.0] * width for _ in range(rows)]
+    per_token, active = [[0.0] * width for _ in range(rows)], [[False] * width for _ in range(rows)]
+    for b in range(rows):
+        if row_adv[b] < 0:
+            continue
+        for start, end in _loop_runs(m[b]):
+            if sum(delta[b][start:end]) <= 0:
+                continue  # the action's likelihood did not fall: gate off
+            for t in range(start, end):
+                if delta[b][t] > 0:
+                    value += delta[b][t] / n_tokens
+                    grad[b][t] = -1.0 / n_tokens
+                    per_token[b][t] = delta[b][t]
+                    active[b][t] = True
+    as_tensor = lambda x: torch.tensor(x, dtype=lp.dtype)  # noqa: E731
+    return value, as_tensor(grad), as_tensor(per_token), torch.tensor(active)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_llds_action_gate_equals_a_loop_over_rows_and_actions(seed: int, dtype: torch.dtype) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    rows, width = [(10, 37), (7, 64), (11, 5), (3, 100)][seed]  # widths off and on the 32-token blocks
+    mask = _ragged_masks(gen, rows, width)
+    old = _dyadic(gen, (rows, width), dtype, -48, 0)
+    lp = (old + _dyadic(gen, (rows, width), dtype, -3, 3)).requires_grad_()
+    adv = _dyadic(gen, (rows, 1), dtype, -8, 8)[:, 0]
+    adv[1] = 0.0  # A = 0 is in the preserving set
+    if seed % 2:
+        adv = adv[:, None] * mask  # (B, T) advantages, as Objective.advantages returns
+    value, grad, per_token, active = _loop_llds_action(lp, old, adv, mask)
+    got = llds_penalty(lp, old, adv, mask, gate="action")
+    got.backward()
+    assert got.item() == pytest.approx(value, rel=1e-6, abs=1e-12)
+    assert torch.equal(lp.grad, grad)
+    lp.grad = None
+    terms = llds_penalty_terms(lp, old, adv, mask, gate="action")
+    assert torch.equal(terms.per_token.detach(), per_token) and torch.equal(terms.active_mask, active)
+    terms.per_token.sum().backward()
+    n_tokens = max(1, int(mask.sum()))
+    assert torch.equal(lp.grad * (1.0 / n_tokens), grad)  # ∂P/∂lp = −1 on the active tokens
+    # the fused Objective path shares one LossContext with the clipped loss; its LLDS term is the same
+    objective = build_objective({"name": "llds", "kl_coef": 0, "entropy_coef": 0})
+    _, metrics = objective.loss(PolicyBatch(lp, old, adv, mask))
+    assert metrics["penalty/llds"].item() == pytest.approx(value, rel=1e-6, abs=1e-12)
+
+
+def test_llds_action_gate_edge_shapes() -> None:
+    for rows, width in [(0, 5), (3, 0), (4, 1)]:
+        old = torch.zeros(rows, width)
+        lp = torch.full((rows, width), -0.5).requires_grad_()
+        mask = torch.ones(rows, width, dtype=torch.long)
+        value = llds_penalty(lp, old, torch.ones(rows), mask, gate="action")
+        value.backward()
+        expected = 0.5 if rows * width else 0.0  # every token's likelihood fell by 0.5; one action per row
+        assert value.item() == pytest.approx(expected)
+    zero_mask = torch.zeros(3, 8, dtype=torch.long)
+    lp = torch.full((3, 8), -1.0).requires_grad_()
+    assert llds_penalty(lp, torch.zeros(3, 8), torch.ones(3), zero_mask, gate="action").item() == 0.0
+
+
+@pytest.mark.parametrize("block", [1, 3, 32])
+def test_block_run_layout_sums_and_scales_like_a_loop(block: int) -> None:
+    gen = torch.Generator().manual_seed(block)
+    rows, width = 9, 29
+    mask = _ragged_masks(gen, rows, width)
+    values = _dyadic(gen, (rows, width), torch.float64, -16, 16) * mask
+    layout = block_run_layout(mask, block=block, dtype=torch.float64)
+    runs = [(b, s, e) for b in range(rows) for s, e in _loop_runs(mask[b].tolist())]
+    assert layout.n_runs == len(runs)
+    flat = torch.zeros(padded_size(rows, width, block), dtype=torch.float64)
+    flat[: rows * width] = values.reshape(-1)
+    sums = block_run_sums(flat, layout)
+    assert sums.tolist() == [float(values[b, s:e].sum()) for b, s, e in runs]
+    factors = _dyadic(gen, (1, len(runs) + 1), torch.float64, 1, 40)[0]  # factor r for run r, [0] before run 1
+    scale_run_spans_(flat, factors, layout)
+    expected = values.clone()
+    for r, (b, s, e) in enumerate(runs, start=1):
+        expected[b, s:e] *= factors[r]
+    assert torch.equal(flat[: rows * width].view(rows, width), expected)
+    with pytest.raises(ValueError, match="scratch"):
+        block_run_layout(mask, block=block, scratch=torch.empty(3))

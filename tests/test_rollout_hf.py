@@ -178,6 +178,53 @@ def test_engine_with_the_hf_backend_is_token_exact_and_seeded(tiny):
     assert [t.response_ids for t in second_run] != [t.response_ids for t in trajs]
 
 
+def test_packed_weights_match_stock_linears_and_are_restored(tiny):
+    """The oneDNN-packed linears give the same greedy tokens and log-probs as torch's F.linear, and the model's
+    own forward is back in place afterwards (the trainer shares the model)."""
+    model, tok = tiny
+    prompts = _prompts(tok)
+    if not HFBackend(model, tok).pack_weights:
+        pytest.skip("this torch build has no oneDNN")
+    stock, stock_sampled, _ = _run_session(model, tok, prompts, greedy=True, pack_weights=False)
+    packed, packed_sampled, _ = _run_session(model, tok, prompts, greedy=True, pack_weights=True)
+    assert packed == stock
+    for row_stock, row_packed in zip(stock_sampled, packed_sampled):
+        assert max(abs(a[2] - b[2]) for a, b in zip(row_stock, row_packed)) < 1e-4
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert linears and all("forward" not in vars(m) for m in linears)
+
+
+def test_packed_weights_follow_in_place_weight_updates(tiny):
+    """An optimizer step between rollouts changes the weights in place: the next session on the same backend
+    must sample from the new weights."""
+    import copy
+
+    model, tok = copy.deepcopy(tiny[0]), tiny[1]
+    backend = HFBackend(model, tok)
+    if not backend.pack_weights:
+        pytest.skip("this torch build has no oneDNN")
+    prompt = tok.encode("hello there, how are you today?")
+
+    def greedy_run() -> tuple[list[int], list[float]]:
+        session = backend.open_session([prompt], SamplingParams(greedy=True))
+        gen = session.generate([0], [6], [])[0]
+        session.close()
+        return gen.token_ids, gen.logprobs
+
+    before = greedy_run()
+    # A real fused AdamW step (the trainer's optimizer): it updates the weights in place without bumping their
+    # version counters, so nothing but a fresh pack per session can notice.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.05, fused=True)
+    model(input_ids=torch.tensor([prompt])).logits.logsumexp(-1).mean().backward()
+    optimizer.step()
+    tokens, logprobs = greedy_run()
+    assert (tokens, logprobs) != before
+    full = _full_logprobs(model, prompt + tokens)
+    for k, (token, logprob) in enumerate(zip(tokens, logprobs)):
+        assert int(full[len(prompt) + k - 1].argmax()) == token
+        assert abs(float(full[len(prompt) + k - 1, token]) - logprob) < 1e-4
+
+
 def test_sample_tokens_filters():
     gen = torch.Generator().manual_seed(0)
     logits = torch.randn(64, 50, generator=gen) * 3  # (B, V)

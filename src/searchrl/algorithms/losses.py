@@ -26,11 +26,15 @@ from torch.autograd.function import once_differentiable
 
 from searchrl.algorithms.masks import (
     AGGREGATION_MODES,
+    BlockRunLayout,
     RunLayout,
     aggregation_weights,
-    expand_runs,
+    block_run_layout,
+    padded_size,
     run_layout,
-    run_sums,
+    run_windows,
+    scale_run_spans_,
+    span_sums,
 )
 
 KL_KINDS: tuple[str, ...] = ("kl", "abs", "mse", "low_var_kl")
@@ -129,7 +133,7 @@ class LossContext:
 
     Detached (no graph): ``mask`` (float), ``lengths`` (B,), ``n_tokens``, ``masked_log_ratio`` = m·(log π_θ −
     log π_old) and its row sums and sign, ``ratio_detached`` = exp(clamp(log r, ±20)), ``token_advantages``
-    ((B, 1) or (B, T)), ``row_advantages`` (B,), ``runs`` (turn layout), ``weights`` (the
+    ((B, 1) or (B, T)), ``row_advantages`` (B,), ``runs`` and ``block_runs()`` (turn layouts), ``weights`` (the
     aggregation weights of ``loss_agg_mode``: loss = Σ weights·loss_matrix). With graph, for user-registered
     terms that rely on autograd: ``log_ratio`` and ``ratio``. ``needs_grad`` says whether gradients are wanted.
     """
@@ -225,15 +229,38 @@ class LossContext:
     @cached_property
     def row_advantages(self) -> Tensor:
         """One advantage per trajectory (B,): the given (B,) values, or the masked mean of a (B, T) matrix."""
+        return self.row_advantages_using()
+
+    def row_advantages_using(self, scratch: Tensor | None = None) -> Tensor:
+        """``row_advantages``, computed once; on that first call a (B, T) matrix of advantages is masked into
+        ``scratch`` (a contiguous tensor of ≥ B·T elements of the compute dtype, overwritten) rather than into a
+        fresh (B, T) temporary (fresh buffers page-fault on CPU: they cost more than the arithmetic)."""
+        if "row_advantages" in self.__dict__:
+            return self.__dict__["row_advantages"]
         a = self.advantages.to(self.dtype)
         if a.dim() == 1:
-            return a
-        return (a * self.mask).sum(dim=-1) / self.lengths.clamp(min=1.0)
+            row = a
+        else:
+            batch, width = a.shape
+            product = None if scratch is None else scratch.view(-1)[: batch * width].view(batch, width)
+            row = torch.mul(a, self.mask, out=product).sum(dim=-1) / self.lengths.clamp(min=1.0)
+        self.__dict__["row_advantages"] = row
+        return row
 
     @cached_property
     def runs(self) -> RunLayout:
         """Where the turns (contiguous runs of the mask) are; see :func:`~searchrl.algorithms.masks.run_layout`."""
         return run_layout(self.mask, self.dtype)
+
+    def block_runs(self, scratch: Tensor | None = None) -> BlockRunLayout:
+        """Where the turns start, by blocks (see :func:`~searchrl.algorithms.masks.block_run_layout`), computed
+        once per context; ``scratch`` (a flat buffer of ``padded_size(B, T)`` elements) is used, and overwritten,
+        on that first call."""
+        layout = self.__dict__.get("_block_runs")
+        if layout is None:
+            layout = block_run_layout(self.mask, dtype=self.dtype, scratch=scratch)
+            self.__dict__["_block_runs"] = layout
+        return layout
 
     @cached_property
     def weights(self) -> Tensor:
@@ -435,8 +462,10 @@ def _with_derivative(log_probs: Tensor, values: Tensor, derivative: Tensor) -> T
     return _ElementwiseWithDerivative.apply(log_probs, values, derivative)
 
 
-def _row_selection(ctx: LossContext, strict_positive: bool) -> Tensor:
-    row = ctx.row_advantages  # (B,)
+def _row_selection(ctx: LossContext, strict_positive: bool, scratch: Tensor | None = None) -> Tensor:
+    """Rows a penalty may act on (B,), 0/1: A ≥ 0, or A > 0 with ``strict_positive``; ``scratch`` as
+    :meth:`LossContext.row_advantages_using`."""
+    row = ctx.row_advantages_using(scratch)  # (B,)
     return ((row > 0) if strict_positive else (row >= 0)).to(ctx.dtype)  # (B,) 1 = selected
 
 
@@ -444,14 +473,15 @@ def _sapo_core(ctx: LossContext, tau: float, strict_positive: bool) -> tuple[Ten
     """SAPO's shared pieces: kept (B, T) = m·1[r ≤ τ], Σ_t kept·log r (B,), selected rows (B,) as 0/1."""
     if tau <= 0:
         raise ValueError(f"tau must be > 0, got {tau}")
-    selected = _row_selection(ctx, strict_positive)  # (B,)
-    threshold = math.log(tau)
     masked_log_ratio = ctx.masked_log_ratio  # (B, T)
+    above = torch.empty_like(masked_log_ratio)  # one fresh (B, T) buffer: the row selection's scratch, then kept
+    selected = _row_selection(ctx, strict_positive, scratch=above)  # (B,)
+    threshold = math.log(tau)
     if threshold == 0.0:  # τ = 1, the default: the excess over the threshold is log r itself
-        above = torch.relu(masked_log_ratio)  # (B, T) m·log r where r > 1, else 0
+        torch.clamp_min(masked_log_ratio, 0.0, out=above)  # (B, T) m·log r where r > 1, else 0
         kept_sum = ctx.masked_log_ratio_rows - above.sum(dim=-1)  # (B,) Σ_t m·1[r ≤ 1]·log r
     else:
-        above = torch.add(masked_log_ratio, ctx.mask, alpha=-threshold).relu_()  # > 0 where m = 1 and r > τ
+        torch.add(masked_log_ratio, ctx.mask, alpha=-threshold, out=above).relu_()  # > 0 where m = 1 and r > τ
     kept = above.sign_().neg_().add_(ctx.mask)  # (B, T) m·1[r ≤ τ] (r = τ kept, as the official code)
     if threshold != 0.0:
         kept_sum = torch.mul(masked_log_ratio, kept).sum(dim=-1)
@@ -539,26 +569,71 @@ def _sapo_terms(ctx: LossContext, tau: float, strict_positive: bool) -> PenaltyT
 # ---------------------------------------------------------------------------------------------- LLDS
 
 
+def _llds_checks(ctx: LossContext, gate: str, answer_mask: Tensor | None) -> None:
+    if gate not in LLDS_GATES:
+        raise ValueError(f"unknown LLDS gate {gate!r}; allowed: {list(LLDS_GATES)}")
+    if answer_mask is not None and answer_mask.shape != ctx.mask.shape:
+        raise ValueError(f"answer_mask has shape {tuple(answer_mask.shape)}; expected {tuple(ctx.mask.shape)}")
+
+
+def _gate_likelihood_decrease_(delta: Tensor, layout: BlockRunLayout) -> None:
+    """Turn Δ into the action-gated decrease, in place: Δ ↦ max(0, Δ) · 1[Σ_action Δ > 0].
+
+    ``delta``: the flat buffer of :func:`~searchrl.algorithms.masks.span_sums` holding m·Δ (B, T) row-major,
+    0 in the padding. An action is a contiguous run of the mask; Δ is 0 in the gaps, so its sum over the run's
+    span is its sum over the action. Passes over the buffer: the block sums, max(0, ·), the gate; no (B, T)
+    temporary.
+    """
+    windows = run_windows(delta, layout)  # (R+1, c) Δ around each action's first token
+    gate = _indicator_positive(span_sums(delta, layout, windows))  # (R+1,) 1 iff the action's Σ Δ > 0; [0] = 0
+    delta.relu_()
+    scale_run_spans_(delta, gate, layout, windows.relu_())
+
+
+def _llds_buffer(ctx: LossContext, gate: str) -> Tensor:
+    """A fresh flat buffer for :func:`_llds_decrease` (padded to whole blocks for the action gate). Fresh (B, T)
+    buffers page-fault on CPU and cost more than the arithmetic, so LLDS allocates this one and uses it as the
+    scratch of the row selection and of the turn layout before it holds the decrease."""
+    batch, width = ctx.mask.shape
+    return ctx.mask.new_empty(padded_size(batch, width) if gate == "action" else batch * width)
+
+
+def _llds_decrease(ctx: LossContext, gate: str, buffer: Tensor) -> Tensor:
+    """m·g·max(0, Δ) (B, T), Δ = log π_old − log π_θ, written into ``buffer`` (from :func:`_llds_buffer`)."""
+    batch, width = ctx.mask.shape
+    decrease = buffer[: batch * width].view(batch, width)
+    if gate != "action":
+        torch.neg(ctx.masked_log_ratio, out=decrease).relu_()  # (B, T) m·max(0, Δ)
+        if gate == "response":
+            decrease.mul_(_indicator_positive(-ctx.masked_log_ratio_rows)[:, None])  # Σ_t Δ > 0
+        return decrease
+    layout = ctx.block_runs(scratch=buffer)
+    torch.neg(ctx.masked_log_ratio, out=decrease)
+    buffer[batch * width :].zero_()
+    _gate_likelihood_decrease_(buffer, layout)
+    return decrease
+
+
+def _token_weight(ctx: LossContext, answer_mask: Tensor | None, answer_weight: float) -> Tensor | None:
+    """LLDS-MA weights w (B, T): β on the answer span, 1 elsewhere; None when they are all 1."""
+    if answer_mask is None or answer_weight == 1.0:
+        return None
+    return answer_mask.to(ctx.dtype).mul(answer_weight - 1.0).add_(1.0)
+
+
 def _llds_core(
     ctx: LossContext, gate: str, answer_mask: Tensor | None, answer_weight: float
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """LLDS's shared pieces: decrease (B, T) = m·g·max(0, Δ)·w, slope (B, T) = m·g·1[Δ > 0]·w, acting tokens per
     row (B,), selected rows (B,) as 0/1."""
-    if gate not in LLDS_GATES:
-        raise ValueError(f"unknown LLDS gate {gate!r}; allowed: {list(LLDS_GATES)}")
-    if answer_mask is not None and answer_mask.shape != ctx.mask.shape:
-        raise ValueError(f"answer_mask has shape {tuple(answer_mask.shape)}; expected {tuple(ctx.mask.shape)}")
-    selected = _row_selection(ctx, strict_positive=False)  # (B,) preserving set Y_pre: A ≥ 0
-    decrease = torch.neg(ctx.masked_log_ratio).relu_()  # (B, T) m·max(0, Δ), Δ = log π_old − log π_θ
-    if gate == "action":
-        run_log_ratio = run_sums(ctx.masked_log_ratio, ctx.runs)  # (B, K) Σ_k log r per action (contiguous run)
-        decrease.mul_(expand_runs(_indicator_positive(-run_log_ratio), ctx.runs))  # gate on iff Σ_k Δ > 0
-    elif gate == "response":
-        decrease.mul_(_indicator_positive(-ctx.masked_log_ratio_rows)[:, None])  # Σ_t Δ > 0
+    _llds_checks(ctx, gate, answer_mask)
+    buffer = _llds_buffer(ctx, gate)
+    selected = _row_selection(ctx, strict_positive=False, scratch=buffer)  # (B,) preserving set Y_pre: A ≥ 0
+    decrease = _llds_decrease(ctx, gate, buffer)
     slope = torch.sign(decrease)  # (B, T) 1 where the term acts (Δ > 0, gate on); Δ = 0 gets subgradient 0
     acting_rows = slope.sum(dim=-1)  # (B,)
-    if answer_mask is not None and answer_weight != 1.0:
-        token_weight = answer_mask.to(ctx.dtype).mul(answer_weight - 1.0).add_(1.0)  # LLDS-MA: β on the answer
+    token_weight = _token_weight(ctx, answer_mask, answer_weight)
+    if token_weight is not None:
         decrease.mul_(token_weight)
         slope.mul_(token_weight)
     return decrease, slope, acting_rows, selected
@@ -574,13 +649,26 @@ def _llds(
     """LLDS: (value, gradient, gradient row scale, active share); ∂value/∂log_probs = gradient · scale."""
     if normalization not in PENALTY_NORMALIZATIONS:
         raise ValueError(f"unknown normalization {normalization!r}; allowed: {list(PENALTY_NORMALIZATIONS)}")
-    decrease, slope, acting_rows, selected = _llds_core(ctx, gate, answer_mask, answer_weight)
+    _llds_checks(ctx, gate, answer_mask)
+    buffer = _llds_buffer(ctx, gate)
+    selected = _row_selection(ctx, strict_positive=False, scratch=buffer)  # (B,) preserving set Y_pre: A ≥ 0
+    decrease = _llds_decrease(ctx, gate, buffer)  # (B, T) m·g·max(0, Δ)
+    token_weight = _token_weight(ctx, answer_mask, answer_weight)
+    if token_weight is None:
+        decrease_rows = decrease.sum(dim=-1)  # (B,)
+        slope = decrease.sign_()  # the decrease is no longer needed: its buffer becomes m·g·1[Δ > 0]
+        acting_rows = slope.sum(dim=-1)
+    else:
+        slope = torch.sign(decrease)
+        acting_rows = slope.sum(dim=-1)
+        decrease_rows = decrease.mul_(token_weight).sum(dim=-1)
+        slope.mul_(token_weight)
     if normalization == "official":
         row_scale = selected / ctx.safe_n_tokens  # (B,) every masked token of the batch
     else:
         n_pre = (selected * (ctx.lengths > 0)).sum().clamp(min=1.0)  # |Y_pre| (rows with tokens)
         row_scale = selected / (ctx.lengths.clamp(min=1.0) * n_pre)
-    value = torch.dot(decrease.sum(dim=-1), row_scale)
+    value = torch.dot(decrease_rows, row_scale)
     share = torch.dot(acting_rows, selected) / ctx.safe_n_tokens
     if not ctx.needs_grad:
         return value, None, None, share
@@ -616,8 +704,9 @@ def llds_penalty(
     Differs from the official code in: ``answer_mask`` = 1 marks answer tokens (the official mask uses the inverse
     convention); rows are selected by their advantage (masked mean for (B, T) advantages) rather than per token;
     at Δ = 0 exactly the subgradient is 0 (the official ``torch.maximum`` splits it 1/2), so the penalty and its
-    gradient vanish when log_probs == old_log_probs; an action's Σ Δ is a difference of running sums (the
-    official code sums by scatter), so a sum within float rounding of 0 may gate differently.
+    gradient vanish when log_probs == old_log_probs; an action's Σ Δ is a difference of float64 running sums
+    of 32-token block sums plus the partial block before the action (the official code sums by scatter), so a
+    sum within float rounding of 0 may gate differently.
     """
     ctx = LossContext(log_probs, old_log_probs, advantages, response_mask)
     value, slope, row_scale, _ = _llds(ctx, gate, answer_mask, answer_weight, normalization)

@@ -90,6 +90,177 @@ def expand_runs(table: Tensor, layout: RunLayout) -> Tensor:
     return out.cumsum_(dim=1)
 
 
+RUN_BLOCK = 32  # tokens per block of a BlockRunLayout: R + 1 windows of 32 tokens, (B·T)/32 blocks
+
+
+@dataclass(frozen=True)
+class BlockRunLayout:
+    """Where the contiguous runs of 1s of a (B, T) mask start, for per-run sums and per-run factors with a few
+    passes over the data, a few dozen small operations and no (B, T) index tensor.
+
+    The mask is read as one flat sequence of B·T tokens (row-major) cut into blocks of ``block`` tokens, the last
+    block padded. Runs are numbered 1..R in that order; 0 stands for "before the first run". Run r's *span* is
+    its tokens and the tokens after it up to run r+1's first token: the gap after a row's last run continues into
+    the next row's leading gap, so values that are zero off the mask sum over a span to their sum over the run,
+    and a factor may be spread over the whole span.
+
+    A block in which no run starts lies inside one span, so per-token work is needed only in the *windows*: the
+    blocks holding a run's first token (several runs may share one), plus the last block, which closes run R.
+
+    - ``block_run`` (NB,) long: the run in force at each block's first token (runs started before the block).
+    - ``window_block`` (R+1,) long: the block of run r's first token for r = 1..R, then the last block.
+    - ``window_run`` (R+1, block) long: the run in force at each token of those windows.
+    - ``window_before`` (R+1, block) float: 1 on the window's tokens before run r's first token (the whole last
+      block for the closing window), else 0.
+    """
+
+    batch: int
+    width: int
+    block: int
+    n_runs: int
+    block_run: Tensor
+    window_block: Tensor
+    window_run: Tensor
+    window_before: Tensor
+
+    @property
+    def n_blocks(self) -> int:
+        return self.block_run.shape[0]
+
+    @property
+    def padded_size(self) -> int:
+        """Flat length of a buffer for the B·T values and the last block's padding."""
+        return self.n_blocks * self.block
+
+
+def padded_size(batch: int, width: int, block: int = RUN_BLOCK) -> int:
+    """The flat length, a multiple of ``block``, of a buffer that holds a (``batch``, ``width``) matrix by blocks."""
+    return -(-batch * width // block) * block
+
+
+def block_run_layout(
+    mask: Tensor,
+    *,
+    block: int = RUN_BLOCK,
+    dtype: torch.dtype = torch.float32,
+    scratch: Tensor | None = None,
+) -> BlockRunLayout:
+    """The :class:`BlockRunLayout` of a (B, T) 0/1 mask.
+
+    Two passes over the (B, T) data (run-start flags m_t·(1 − m_{t−1}), then their sum per block), the rest on
+    the (B·T)/``block`` blocks and the R + 1 windows; one host sync reads R, the tables' size. ``scratch``, a
+    contiguous 1-D tensor of ``dtype`` with at least ``padded_size(B, T, block)`` elements, holds the flags and is
+    left overwritten, so that a caller can reuse its buffer; without it one is allocated.
+    """
+    if mask.dim() != 2:
+        raise ValueError(f"mask must be (B, T), got shape {tuple(mask.shape)}")
+    if block < 1:
+        raise ValueError(f"block must be ≥ 1, got {block}")
+    batch, width = mask.shape
+    size = padded_size(batch, width, block)
+    device = mask.device
+    if size == 0:
+        empty = torch.zeros(0, dtype=torch.long, device=device)
+        return BlockRunLayout(batch, width, block, 0, empty, empty, empty.view(0, block),
+                              torch.zeros(0, block, dtype=dtype, device=device))
+    if scratch is None:
+        scratch = torch.empty(size, dtype=dtype, device=device)
+    elif scratch.dtype != dtype or scratch.dim() != 1 or scratch.numel() < size or not scratch.is_contiguous():
+        raise ValueError(f"scratch must be a contiguous 1-D {dtype} tensor of ≥ {size} elements")
+    m = mask if mask.dtype == dtype else mask.to(dtype)
+    starts = scratch[:size]
+    rows = starts[: batch * width].view(batch, width)
+    rows[:, :1] = m[:, :1]
+    # m_t·(1 − m_{t−1}) in one pass: 1 at each run's first token, 0 elsewhere (exact on 0/1)
+    torch.addcmul(m[:, 1:], m[:, 1:], m[:, :-1], value=-1.0, out=rows[:, 1:])
+    starts[batch * width :].zero_()
+    blocks = starts.view(-1, block)  # (NB, c)
+    count = _block_sums(blocks)  # (NB,) runs starting in each block
+    started = count.cumsum(dim=0)  # (NB,) runs started up to each block's end
+    n_runs = int(started[-1])  # host sync: the tables' size
+    block_run = started - count  # (NB,) runs started before each block
+    run = torch.arange(1, n_runs + 2, dtype=dtype, device=device)  # (R+1,) 1..R, then R+1: the closing window
+    # first block with ≥ r starts up to its end; none for R+1, clamped to the last block
+    window_block = torch.searchsorted(started, run - 0.5).clamp_(max=blocks.shape[0] - 1)  # (R+1,)
+    window_run = blocks.index_select(0, window_block).cumsum_(dim=1)  # (R+1, c) starts at or before, in the window
+    window_run.add_(block_run.index_select(0, window_block)[:, None])  # + runs started before the window
+    # window_run < r, on whole numbers (float arithmetic: cheaper than a bool mask)
+    window_before = run[:, None].sub(window_run).clamp_(0.0, 1.0)  # (R+1, c)
+    return BlockRunLayout(
+        batch=batch,
+        width=width,
+        block=block,
+        n_runs=n_runs,
+        block_run=block_run.long(),
+        window_block=window_block,
+        window_run=window_run.long(),
+        window_before=window_before,
+    )
+
+
+def _block_sums(blocks: Tensor) -> Tensor:
+    """Row sums of (NB, c) blocks as a matrix-vector product (on CPU faster than a sum over a short last dim)."""
+    return torch.mv(blocks, blocks.new_ones(blocks.shape[1]))
+
+
+def _blocks(values: Tensor, layout: BlockRunLayout) -> Tensor:
+    if values.dim() != 1 or values.numel() < layout.padded_size or not values.is_contiguous():
+        raise ValueError(f"values must be a contiguous 1-D buffer of ≥ {layout.padded_size} elements "
+                         f"(the (B, T) values row-major, then zeros), got shape {tuple(values.shape)}")
+    return values[: layout.padded_size].view(-1, layout.block)  # (NB, c)
+
+
+def run_windows(values: Tensor, layout: BlockRunLayout) -> Tensor:
+    """A copy of the R + 1 windows of a flat buffer (see :func:`span_sums`): (R+1, block)."""
+    return _blocks(values, layout).index_select(0, layout.window_block)
+
+
+def span_sums(values: Tensor, layout: BlockRunLayout, windows: Tensor | None = None) -> Tensor:
+    """Σ of ``values`` over each run's span, as a table indexed by run: (R+1,) float64, entry 0 = 0, entry r = run r.
+
+    ``values``: a contiguous 1-D buffer of at least ``layout.padded_size`` elements holding the (B, T) values
+    row-major, zero off the mask and in the padding. ``windows``: :func:`run_windows` of it, if already taken.
+
+    Σ_span(r) = P(r+1) − P(r), P(r) being the sum of every value before run r's first token (P(R+1): all of them):
+    whole blocks through a float64 running sum of the block sums, plus the window's part before the start (float64
+    so that the difference of two running sums stays precise on long batches).
+    """
+    if layout.padded_size == 0:
+        return torch.zeros(1, dtype=torch.float64, device=values.device)
+    blocks = _blocks(values, layout)
+    if windows is None:
+        windows = blocks.index_select(0, layout.window_block)
+    block_sums = _block_sums(blocks)  # (NB,)
+    before_block = torch.cumsum(block_sums, dim=0, dtype=torch.float64).sub_(block_sums)  # (NB,) exclusive
+    before_run = before_block.index_select(0, layout.window_block)  # (R+1,) whole blocks before each window
+    before_run.add_(torch.linalg.vecdot(windows, layout.window_before))  # + the window's part: P(1..R+1)
+    return torch.diff(before_run, prepend=before_run[:1])  # [0, P(2) − P(1), …, P(R+1) − P(R)]
+
+
+def block_run_sums(values: Tensor, layout: BlockRunLayout) -> Tensor:
+    """Σ of ``values`` (the flat buffer of :func:`span_sums`) over each run's span: (R,) float64, run r at r−1."""
+    return span_sums(values, layout)[1:]
+
+
+def scale_run_spans_(values: Tensor, table: Tensor, layout: BlockRunLayout, windows: Tensor | None = None) -> None:
+    """Multiply, in place, each token of run r's span by ``table[r]`` and each token before the first run by
+    ``table[0]``: ``table`` (R+1,) is indexed by run, as :func:`span_sums` returns. ``values``: that flat buffer.
+
+    One pass over the buffer (each block by the factor of the run in force at its first token), then the windows
+    are rewritten token by token. ``windows``, when given, are :func:`run_windows` of the current ``values`` (a
+    copy); they are scaled in place. Runs that start in one block share its window, so their writes agree.
+    """
+    if layout.padded_size == 0:
+        return
+    blocks = _blocks(values, layout)
+    if windows is None:
+        windows = blocks.index_select(0, layout.window_block)
+    table = table.to(values.dtype)  # mixed-dtype products take a slow path
+    windows.mul_(table.index_select(0, layout.window_run.view(-1)).view_as(windows))  # exact per-token factors
+    blocks.mul_(table.index_select(0, layout.block_run)[:, None])  # right except after a start inside a block
+    blocks.index_copy_(0, layout.window_block, windows)
+
+
 def turn_ids(mask: Tensor) -> Tensor:
     """Number the contiguous runs of 1s in each row: 1..K on run tokens, 0 elsewhere.
 

@@ -77,8 +77,14 @@ def trainable_parameters(model: torch.nn.Module) -> list[torch.nn.Parameter]:
 def make_optimizer(
     model: torch.nn.Module, *, lr: float, weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8
 ) -> torch.optim.AdamW:
-    # foreach=False keeps peak memory flat on CPU; the step is a small share of an update here.
-    return torch.optim.AdamW(trainable_parameters(model), lr=lr, weight_decay=weight_decay, betas=betas, eps=eps, foreach=False)
+    # The fused kernel makes one pass over each tensor: on CPU it is about 7x faster than the per-tensor loop
+    # for SmolLM2-135M (0.16 s vs 1.17 s a step, one thread, docs/bench_train.md); the foreach variant is
+    # slower still. TRL (transformers' Trainer) defaults to the fused one too.
+    params = trainable_parameters(model)
+    try:
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, betas=betas, eps=eps, fused=True)
+    except RuntimeError:  # a device or dtype without the fused kernel
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, betas=betas, eps=eps, foreach=False)
 
 
 def lr_multiplier(step: int, *, warmup_steps: int, total_steps: int, schedule: str) -> float:
