@@ -70,6 +70,18 @@ def test_format_drop_from_best_moving_average() -> None:
     assert feed(CollapseMonitor(only("format_drop")), "env/format_valid", [0.9] * 12 + [0.6] * 8) == []
 
 
+def test_search_drop_fires_when_the_agent_stops_searching() -> None:
+    # The measured SAPO run at lr 2e-5 (docs/experiments.md): 1.5 searches per trajectory, then 1.0.
+    measured = [1.48, 1.52, 1.09, 1.11, 1.02, 1.0, 1.02, 1.05, 1.0, 1.03]
+    events = feed(CollapseMonitor(only("search_drop")), "diag/searches_mean", measured)
+    assert [e.step for e in events] == [6] and events[0].rule == "search_drop"
+    # CalibAdv's run in the same comparison searched more, and GRPO's stayed level: no warning.
+    rising = [1.48, 1.64, 1.72, 1.78, 1.75, 1.61, 1.7, 1.88, 1.83, 1.77]
+    level = [1.48, 1.55, 1.59, 1.52, 1.52, 1.55, 1.44, 1.61, 1.58, 1.48]
+    assert feed(CollapseMonitor(only("search_drop")), "diag/searches_mean", rising) == []
+    assert feed(CollapseMonitor(only("search_drop")), "env/searches_mean", level) == []
+
+
 def test_reward_drop_respects_warmup_and_a_positive_best() -> None:
     rising_then_collapse = [0.1 + 0.04 * i for i in range(15)] + [0.0] * 6
     events = feed(CollapseMonitor(only("reward_drop")), "reward/mean", rising_then_collapse)

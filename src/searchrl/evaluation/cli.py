@@ -100,7 +100,7 @@ def main(args: argparse.Namespace) -> int:
 
     from searchrl.data.loaders import load_sources
     from searchrl.evaluation.harness import evaluate
-    from searchrl.evaluation.report import atomic_write_text
+    from searchrl.fileio import atomic_write_text
     from searchrl.rollout.engine import RolloutConfig
 
     console = Console(stderr=True)

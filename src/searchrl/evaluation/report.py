@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +17,7 @@ from pathlib import Path
 
 from searchrl.data.loaders import BENCHMARKS, canonical_benchmark
 from searchrl.evaluation.bootstrap import bootstrap_ci, macro_bootstrap_ci
+from searchrl.fileio import atomic_write_text
 
 # Per-question metrics, in the order the table prints them: key -> (row label, decimals).
 METRICS: dict[str, tuple[str, int]] = {
@@ -88,18 +87,6 @@ class EvalReport:
         atomic_write_text(md_path, self.to_markdown())
         return json_path, md_path
 
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write to a temporary file in the same folder, then `os.replace` it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _finite(obj: object) -> object:

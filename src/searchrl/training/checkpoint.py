@@ -17,7 +17,6 @@ import json
 import os
 import random
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from searchrl.errors import SearchRLError
+from searchrl.fileio import atomic_write_bytes, atomic_write_json, atomic_write_text  # noqa: F401 - re-exported
 
 CHECKPOINTS = "checkpoints"
 BEST_FILE = "best.json"
@@ -35,28 +35,7 @@ _PREFIX = "step_"
 # ---------------------------------------------------------------------------------------------- atomic files
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same folder and `os.replace`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+# atomic_write_* live in searchrl.fileio; re-exported here for the training modules that import them from here.
 
 
 # ---------------------------------------------------------------------------------------------- RNG

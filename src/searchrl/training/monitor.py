@@ -102,6 +102,12 @@ def default_rules() -> dict[str, RuleConfig]:
             kind="drop_from_best", metrics=("reward/mean",), threshold=0.5, window=5, warmup=10,
             description="reward halved from its best moving average (SAPO Fig. 1d, LLDS Fig. 7)",
         ),
+        "search_drop": RuleConfig(
+            kind="drop_from_best", metrics=("diag/searches_mean", "env/searches_mean"), threshold=0.8,
+            window=3, warmup=3, patience=2,
+            description="searches per trajectory fell by a fifth from their best (the agent stops searching: "
+                        "measured in docs/experiments.md, SAPO at lr 2e-5 went from 1.5 to 1.0 searches)",
+        ),
         "nonfinite": RuleConfig(
             kind="nonfinite", metrics=("actor/pg_loss", "actor/grad_norm", "diag/grad_norm", "diag/nonfinite_count"),
             threshold=0.0,
