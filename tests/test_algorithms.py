@@ -800,9 +800,22 @@ def _loop_llds_action(lp: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, ma
     return value, as_tensor(grad), as_tensor(per_token), torch.tensor(active)
 
 
+@pytest.fixture(params=["fused", "tensor"])
+def llds_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test on both LLDS paths: the fused CPU kernel (kernels.py) and the tensor operations (GPU, no numba)."""
+    import searchrl.algorithms.losses as losses_module
+    from searchrl.algorithms.kernels import fused_available
+
+    if request.param == "fused" and not fused_available(torch.zeros(1, 1)):
+        pytest.skip("numba is not installed")
+    if request.param == "tensor":
+        monkeypatch.setattr(losses_module, "fused_available", lambda *tensors: False)
+    return request.param
+
+
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_llds_action_gate_equals_a_loop_over_rows_and_actions(seed: int, dtype: torch.dtype) -> None:
+def test_llds_action_gate_equals_a_loop_over_rows_and_actions(seed: int, dtype: torch.dtype, llds_path: str) -> None:
     gen = torch.Generator().manual_seed(seed)
     rows, width = [(10, 37), (7, 64), (11, 5), (3, 100)][seed]  # widths off and on the 32-token blocks
     mask = _ragged_masks(gen, rows, width)
@@ -829,7 +842,7 @@ def test_llds_action_gate_equals_a_loop_over_rows_and_actions(seed: int, dtype: 
     assert metrics["penalty/llds"].item() == pytest.approx(value, rel=1e-6, abs=1e-12)
 
 
-def test_llds_action_gate_edge_shapes() -> None:
+def test_llds_action_gate_edge_shapes(llds_path: str) -> None:
     for rows, width in [(0, 5), (3, 0), (4, 1)]:
         old = torch.zeros(rows, width)
         lp = torch.full((rows, width), -0.5).requires_grad_()
@@ -864,3 +877,33 @@ def test_block_run_layout_sums_and_scales_like_a_loop(block: int) -> None:
     assert torch.equal(flat[: rows * width].view(rows, width), expected)
     with pytest.raises(ValueError, match="scratch"):
         block_run_layout(mask, block=block, scratch=torch.empty(3))
+
+
+@pytest.mark.parametrize("gate", ["action", "response", "token"])
+@pytest.mark.parametrize("width", [1, 15, 16, 17, 47, 160])
+def test_fused_llds_kernel_equals_a_loop(gate: str, width: int) -> None:
+    """The numba kernel's slope and per-row sums, against a plain loop, on widths around its 16-token chunks."""
+    from searchrl.algorithms.kernels import fused_available, llds_rows
+
+    if not fused_available(torch.zeros(1, 1)):
+        pytest.skip("numba is not installed")
+    gen = torch.Generator().manual_seed(width)
+    rows = 12
+    mask = _ragged_masks(gen, rows, width).to(torch.float32)
+    mask[0] = 1.0  # one run over the whole row (crosses whole chunks)
+    mask[1] = 0.0  # no run at all
+    x = _dyadic(gen, (rows, width), torch.float32, -16, 16) * mask  # m·log r
+    slope, decrease_rows, acting_rows = llds_rows(x, mask, gate)
+    for b in range(rows):
+        runs = _loop_runs(mask[b].long().tolist())
+        row_on = float(x[b].sum()) < 0 if gate == "response" else True
+        expected_slope = torch.zeros(width)
+        for start, end in runs:
+            on = float(x[b, start:end].sum()) < 0 if gate == "action" else row_on
+            if on:
+                expected_slope[start:end] = (x[b, start:end] < 0).float()
+        assert torch.equal(slope[b], expected_slope), (b, runs)
+        assert decrease_rows[b].item() == float((-x[b]).clamp(min=0).mul(expected_slope).sum())
+        assert acting_rows[b].item() == float(expected_slope.sum())
+    with pytest.raises(ValueError, match="allowed"):
+        llds_rows(x, mask, "turn")

@@ -67,7 +67,7 @@ def test_bad_values_name_the_key_and_the_allowed_values():
         load_config("demo", ["train.lr_schedule=cosin"])
     with pytest.raises(ConfigError, match=r"train.steps: expected an integer, got 'abc'"):
         load_config("demo", ["train.steps=abc"])
-    with pytest.raises(ConfigError, match=r"train.bf16: expected true or false, got 3"):
+    with pytest.raises(ConfigError, match=r"train.bf16: expected bool \| auto, got 3"):
         load_config("demo", ["train.bf16=3"])
     with pytest.raises(ConfigError, match=r"train.batch_size: must be >= 1, got 0"):
         load_config("demo", ["train.batch_size=0"])

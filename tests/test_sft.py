@@ -97,7 +97,7 @@ def test_sft_on_oracle_trajectories_lowers_the_loss(tiny_model, oracle):
     model = prepare_for_training(model, gradient_checkpointing=True)
     sft = dataclasses.replace(cfg.sft, epochs=2.0, batch_size=4, micro_batch_size=4, lr=3e-3, holdout=4,
                               warmup_ratio=0.0)
-    result = run_sft(model, data.trajectories, sft, pad_id=tokenizer.pad_token_id, seed=0, bf16=True)
+    result = run_sft(model, data.trajectories, sft, pad_id=tokenizer.pad_token_id, seed=0, bf16="auto")
     assert result.holdout_examples == 4 and result.examples == len(data.trajectories) - 4
     assert result.updates == 2 * -(-result.examples // 4)
     assert result.holdout_loss_after < result.holdout_loss_before - 1.0

@@ -253,3 +253,24 @@ def test_kl_to_the_start_of_rl_with_and_without_lora(tiny_model, tmp_path, lora)
     weights = load_file(str(run / "checkpoints" / "step_000002" / "weights.safetensors"))
     assert all(("lora_" in name) == lora for name in weights)
     load_policy(run / "final_model")  # LoRA is merged into an ordinary HF folder
+
+
+def test_train_layers_freezes_everything_below_the_top_blocks(tiny_model, tmp_path):
+    from searchrl.models import load_policy
+    from searchrl.training.loop import train
+
+    start, _ = load_policy(tiny_model)
+    start_weights = {name: p.detach().clone() for name, p in start.named_parameters()}
+    depth = start.config.num_hidden_layers
+    run = tmp_path / "run"
+    cfg = load_config("demo", tiny_overrides(tiny_model, run, train__steps=2, train__train_layers=1, train__lr=1e-3,
+                                             log__samples_every=0))
+    train(cfg, console=False)
+    weights = load_file(str(run / "checkpoints" / "step_000002" / "weights.safetensors"))
+    top = f"layers.{depth - 1}."
+    moved = {name for name, value in weights.items() if not torch.equal(value, start_weights[name])}
+    assert moved and all(top in name or name.endswith("norm.weight") and "layers." not in name for name in moved), moved
+    assert any(top in name for name in moved)
+    with pytest.raises(Exception, match="more than the model's"):
+        train(load_config("demo", tiny_overrides(tiny_model, tmp_path / "r2", train__train_layers=depth + 1)),
+              console=False)

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from searchrl.algorithms.kernels import fused_available, llds_rows
 from searchrl.algorithms.masks import (
     AGGREGATION_MODES,
     BlockRunLayout,
@@ -650,10 +651,15 @@ def _llds(
     if normalization not in PENALTY_NORMALIZATIONS:
         raise ValueError(f"unknown normalization {normalization!r}; allowed: {list(PENALTY_NORMALIZATIONS)}")
     _llds_checks(ctx, gate, answer_mask)
+    token_weight = _token_weight(ctx, answer_mask, answer_weight)
+    if token_weight is None and fused_available(ctx.masked_log_ratio):  # one fused pass on CPU (kernels.py)
+        slope = torch.empty_like(ctx.masked_log_ratio)
+        selected = _row_selection(ctx, strict_positive=False, scratch=slope)  # (B,) Y_pre: A ≥ 0
+        slope, decrease_rows, acting_rows = llds_rows(ctx.masked_log_ratio, ctx.mask, gate, out=slope)
+        return _llds_finish(ctx, normalization, selected, slope, decrease_rows, acting_rows)
     buffer = _llds_buffer(ctx, gate)
     selected = _row_selection(ctx, strict_positive=False, scratch=buffer)  # (B,) preserving set Y_pre: A ≥ 0
     decrease = _llds_decrease(ctx, gate, buffer)  # (B, T) m·g·max(0, Δ)
-    token_weight = _token_weight(ctx, answer_mask, answer_weight)
     if token_weight is None:
         decrease_rows = decrease.sum(dim=-1)  # (B,)
         slope = decrease.sign_()  # the decrease is no longer needed: its buffer becomes m·g·1[Δ > 0]
@@ -663,6 +669,13 @@ def _llds(
         acting_rows = slope.sum(dim=-1)
         decrease_rows = decrease.mul_(token_weight).sum(dim=-1)
         slope.mul_(token_weight)
+    return _llds_finish(ctx, normalization, selected, slope, decrease_rows, acting_rows)
+
+
+def _llds_finish(
+    ctx: LossContext, normalization: str, selected: Tensor, slope: Tensor, decrease_rows: Tensor, acting_rows: Tensor
+) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor]:
+    """LLDS's value and gradient from its per-row sums (B,) and per-token slope m·g·1[Δ > 0]·w (B, T)."""
     if normalization == "official":
         row_scale = selected / ctx.safe_n_tokens  # (B,) every masked token of the batch
     else:
@@ -704,9 +717,10 @@ def llds_penalty(
     Differs from the official code in: ``answer_mask`` = 1 marks answer tokens (the official mask uses the inverse
     convention); rows are selected by their advantage (masked mean for (B, T) advantages) rather than per token;
     at Δ = 0 exactly the subgradient is 0 (the official ``torch.maximum`` splits it 1/2), so the penalty and its
-    gradient vanish when log_probs == old_log_probs; an action's Σ Δ is a difference of float64 running sums
-    of 32-token block sums plus the partial block before the action (the official code sums by scatter), so a
-    sum within float rounding of 0 may gate differently.
+    gradient vanish when log_probs == old_log_probs; an action's Σ Δ is summed in float64 (vectorised) by the
+    fused CPU kernel (:mod:`searchrl.algorithms.kernels`), or elsewhere as a difference of float64 running sums of
+    32-token block sums (the official code sums by scatter), so a sum within float rounding of 0 may gate
+    differently.
     """
     ctx = LossContext(log_probs, old_log_probs, advantages, response_mask)
     value, slope, row_scale, _ = _llds(ctx, gate, answer_mask, answer_weight, normalization)

@@ -363,8 +363,18 @@ class TrainConfig:
     warmup_ratio: float = option(0.0, "fraction of the RL steps with linear warm-up (verl `lr_warmup_steps_ratio`)", min=0, max=1)
     lr_schedule: str = option("constant", "learning-rate schedule after warm-up", choices=("constant", "cosine", "linear"))
     max_grad_norm: float = option(1.0, "clip the global gradient norm to this (0: no clipping)", min=0)
-    bf16: bool = option(True, "bf16 autocast over fp32 master weights (about 1.7x faster on CPUs with avx512_bf16)")
+    bf16: bool | Literal["auto"] = option(
+        "auto",
+        "bf16 autocast over fp32 master weights; 'auto': on where bf16 is native (CUDA, CPUs with avx512_bf16 or AMX: "
+        "about 1.7x faster), off elsewhere (an AVX2-only CPU computes bf16 about 8x slower than fp32)",
+    )
     logprob_chunk_size: int = option(256, "positions per chunk when computing token log-probs (bounds the logits' memory)", min=1)
+    train_layers: int | None = option(
+        None,
+        "RL updates only the top N transformer blocks (and the final norm; an untied LM head too); the embeddings and "
+        "the blocks below stay frozen, so the backward pass stops N blocks from the top. null: train everything",
+        min=1,
+    )
     warm_start: str | None = option(
         None, "before RL: null (none), 'sft' (run `searchrl sft` with the `sft:` section first) or a model folder"
     )
@@ -387,6 +397,9 @@ class SFTConfig:
     batch_size: int = option(16, "trajectories per optimiser update", min=1)
     micro_batch_size: int = option(8, "trajectories per forward/backward", min=1)
     lr: float = option(5e-5, "AdamW learning rate (cosine decay after warm-up)", min=0)
+    train_layers: int | None = option(
+        None, "fine-tune only the top N transformer blocks, as train.train_layers (null: everything)", min=1
+    )
     warmup_ratio: float = option(0.1, "fraction of the updates with linear warm-up", min=0, max=1)
     max_examples: int | None = option(None, "use at most this many trajectories (null: all)", min=1)
     holdout: int = option(64, "trajectories held out to report the validation loss", min=0)

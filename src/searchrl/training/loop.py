@@ -46,7 +46,7 @@ from searchrl.rewards import score_trajectories
 from searchrl.rollout.types import Trajectory
 from searchrl.training.batching import TokenBatch, collate, token_logprobs
 from searchrl.training.diagnostics import token_diagnostics, turn_kind_from_mask
-from searchrl.training.policy import autocast, trainable_parameters
+from searchrl.training.policy import autocast, trainable_layers, trainable_parameters
 from searchrl.training.trainer import (
     StopTraining,
     Trainer,
@@ -101,18 +101,24 @@ def rl_step(t: Any, step: int) -> StepOutput:
     advantages = t.objective.advantages(AdvantageBatch(rewards, group_ids, loss_mask, turn_scores))  # (N, T)
 
     # 4. Old (behaviour) log-probs, and reference log-probs for the KL term, in the micro-batches the first
-    #    epoch will use: the first update then sees ratio = 1 exactly (same shapes, same kernels).
+    #    epoch will use: the first update then sees ratio = 1 exactly (same shapes, same kernels). The first
+    #    update's own forward gives its rows' old log-probs (the weights have not moved yet), so they are not
+    #    computed twice, unless dropout makes a training forward differ from this one.
     t.status("old log-probs")
     temperature = 1.0 if cfg.rollout.greedy else cfg.rollout.temperature  # π = softmax(logits / T), as sampled
     plan = minibatch_plan(len(trajectories), cfg, step)
+    reuse_first_forward = not has_dropout(t.model)
     old_log_probs = torch.zeros_like(loss_mask)  # (N, T)
     ref_log_probs = torch.zeros_like(loss_mask) if t.objective.needs_ref else None
     with torch.no_grad():
-        for micro in (m for mini in plan[0] for m in mini):
+        for micro in (m for i, mini in enumerate(plan[0]) for m in mini if i > 0 or not reuse_first_forward
+                      or ref_log_probs is not None):
             sub = _sub_batch(batch, micro)
             with autocast(cfg.train.bf16):
-                lp, _ = token_logprobs(t.model, sub, chunk_size=cfg.train.logprob_chunk_size, temperature=temperature)
-                _scatter(old_log_probs, micro, lp)
+                if not (reuse_first_forward and micro in plan[0][0]):
+                    lp, _ = token_logprobs(t.model, sub, chunk_size=cfg.train.logprob_chunk_size,
+                                           temperature=temperature)
+                    _scatter(old_log_probs, micro, lp)
                 if ref_log_probs is not None:
                     with t.reference() as ref_model:
                         ref_lp, _ = token_logprobs(ref_model or t.model, sub, chunk_size=cfg.train.logprob_chunk_size,
@@ -139,12 +145,19 @@ def rl_step(t: Any, step: int) -> StepOutput:
                 sub = _sub_batch(batch, micro)
                 T = sub.response_ids.shape[1]
                 mask = loss_mask[rows, :T]
-                if mask.sum() == 0:
-                    continue  # nothing to learn from (all observation tokens or excluded trajectories)
+                if mask.sum() == 0:  # nothing to learn from (all observation tokens or excluded trajectories)
+                    if update_index == 0 and reuse_first_forward:  # still the behaviour log-probs, for diagnostics
+                        with torch.no_grad(), autocast(cfg.train.bf16):
+                            lp, _ = token_logprobs(t.model, sub, chunk_size=cfg.train.logprob_chunk_size,
+                                                   temperature=temperature)
+                        _scatter(old_log_probs, micro, lp)
+                    continue
                 with autocast(cfg.train.bf16):
                     log_probs, entropy = token_logprobs(
                         t.model, sub, chunk_size=cfg.train.logprob_chunk_size, with_entropy=True, temperature=temperature
                     )
+                if update_index == 0 and reuse_first_forward:
+                    _scatter(old_log_probs, micro, log_probs.detach())  # the behaviour policy's log-probs
                 policy_batch = PolicyBatch(  # [ALGO]
                     log_probs=log_probs,
                     old_log_probs=old_log_probs[rows, :T],
@@ -228,6 +241,14 @@ def _sub_batch(batch: TokenBatch, rows: Sequence[int]) -> TokenBatch:
         response_valid=batch.response_valid[idx, :T],
         predict_pos=batch.predict_pos[idx, :T],
     )
+
+
+def has_dropout(model: torch.nn.Module) -> bool:
+    """Whether a training-mode forward differs from an eval-mode one (active dropout anywhere)."""
+    config = getattr(model, "config", None)
+    rates = [getattr(config, name, 0.0) or 0.0 for name in ("attention_dropout", "hidden_dropout", "dropout")]
+    rates += [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    return any(float(rate) > 0 for rate in rates if isinstance(rate, (int, float)))
 
 
 def _scatter(target: torch.Tensor, rows: Sequence[int], values: torch.Tensor) -> None:
@@ -321,7 +342,7 @@ def _start(t: Trainer) -> None:
 
 
 def _warm_start_sft(t: Trainer) -> dict[str, Any]:
-    from searchrl.training.sft import oracle_trajectories, read_trajectories, run_sft
+    from searchrl.training.sft import oracle_trajectories, read_trajectories
 
     cfg = t.cfg
     t.logger.status("warm start: preparing SFT data")
@@ -334,17 +355,25 @@ def _warm_start_sft(t: Trainer) -> dict[str, Any]:
     else:
         data, dropped = read_trajectories(Path(cfg.sft.data)), {}
     t.print(f"Warm start: SFT on {len(data)} trajectories from {cfg.sft.data} (dropped: {dropped or 'none'})")
-    result = run_sft(
-        t.model, data, cfg.sft, pad_id=t.pad_id, seed=cfg.seed, bf16=cfg.train.bf16,
-        chunk_size=cfg.train.logprob_chunk_size, max_grad_norm=cfg.train.max_grad_norm,
-        on_update=lambda i, n, loss: t.logger.status(f"warm start: SFT update {i}/{n}, loss {loss:.3f}"),
-        metrics_path=t.run_dir / "sft_metrics.jsonl",
-    )
+    with trainable_layers(t.model, cfg.sft.train_layers):
+        result = _run_sft(t, data)
     t.print(
         f"Warm start done in {result.seconds:.0f}s: {result.updates} updates, held-out loss "
         f"{result.holdout_loss_before:.3f} -> {result.holdout_loss_after:.3f}"
     )
     return {**result.to_dict(), "dropped": dropped, "data": cfg.sft.data}
+
+
+def _run_sft(t: Trainer, data: list) -> Any:
+    from searchrl.training.sft import run_sft
+
+    cfg = t.cfg
+    return run_sft(
+        t.model, data, cfg.sft, pad_id=t.pad_id, seed=cfg.seed, bf16=cfg.train.bf16,
+        chunk_size=cfg.train.logprob_chunk_size, max_grad_norm=cfg.train.max_grad_norm,
+        on_update=lambda i, n, loss: t.logger.status(f"warm start: SFT update {i}/{n}, loss {loss:.3f}"),
+        metrics_path=t.run_dir / "sft_metrics.jsonl",
+    )
 
 
 def _announce(t: Trainer, result: dict[str, Any], what: str) -> dict[str, Any]:
@@ -473,6 +502,11 @@ def _finish(t: Trainer) -> dict[str, Any]:
     atomic_write_json(
         t.run_dir / "final_eval.json",
         {"step": t.state.step, "datasets": {n: eval_entry(e) for n, e in final["datasets"].items()}},
+    )
+    atomic_write_json(  # per-question EM of each evaluation, for paired comparisons across runs
+        t.run_dir / "evals.json",
+        {k: {"step": v.get("step"), "per_question_em": v.get("per_question_em", {})} for k, v in t.state.evals.items()
+         if k in ("untrained", "start", "final")},
     )
     summary = {
         "run_dir": str(t.run_dir),

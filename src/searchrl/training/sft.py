@@ -59,7 +59,7 @@ def sft_loss(model: torch.nn.Module, batch: TokenBatch, *, chunk_size: int) -> t
 
 @torch.no_grad()
 def holdout_loss(
-    model: torch.nn.Module, trajectories: Sequence[Trajectory], *, pad_id: int, micro_batch_size: int, chunk_size: int, bf16: bool
+    model: torch.nn.Module, trajectories: Sequence[Trajectory], *, pad_id: int, micro_batch_size: int, chunk_size: int, bf16: bool | str
 ) -> float:
     """Token-mean NLL of `trajectories` (NaN if empty)."""
     if not trajectories:
@@ -85,7 +85,7 @@ def run_sft(
     *,
     pad_id: int,
     seed: int,
-    bf16: bool = True,
+    bf16: bool | str = "auto",
     chunk_size: int = 256,
     max_grad_norm: float = 1.0,
     on_update: Callable[[int, int, float], None] | None = None,

@@ -271,7 +271,8 @@ class Trainer:
         self.tokenizer = tokenizer
         self.pad_id = int(tokenizer.pad_token_id)
         self.model = prepare_for_training(
-            model, lora=cfg.model.lora, gradient_checkpointing=cfg.model.gradient_checkpointing, seed=cfg.seed
+            model, lora=cfg.model.lora, gradient_checkpointing=cfg.model.gradient_checkpointing, seed=cfg.seed,
+            train_layers=cfg.train.train_layers,
         )
         self.objective = build_objective_from(cfg)
         self.penalties = [(entry.name, params) for entry, params in self.objective.penalties]
