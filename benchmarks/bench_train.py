@@ -80,7 +80,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         f"train.batch_size={args.batch_size}", f"train.group_size={args.group_size}",
         f"train.mini_batch_size={args.mini_batch_size}", f"train.micro_batch_size={args.micro_batch_size}",
         "train.ppo_epochs=1", f"train.lr={args.lr}", "train.warm_start=null", f"train.bf16={str(args.bf16).lower()}",
-        "train.warmup_ratio=0", "train.lr_schedule=constant",
+        "train.warmup_ratio=0", "train.lr_schedule=constant", "train.train_layers=null", "train.time_budget_min=null",
         f"model.gradient_checkpointing={str(args.gradient_checkpointing).lower()}", "model.lora.enabled=false",
         "rollout.max_turns=0", f"rollout.max_turn_tokens={args.max_tokens}", f"rollout.temperature={args.temperature}",
         "rollout.top_p=1.0", "rollout.top_k=0", "rollout.greedy=false",
@@ -292,7 +292,10 @@ def main() -> int:
     for key, value in _demo_defaults().items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    args.bf16, args.gradient_checkpointing = bool(args.bf16), bool(args.gradient_checkpointing)
+    from searchrl.training.policy import use_bf16
+
+    # the demo's 'auto' resolves here, for both sides: bf16 autocast only where this CPU computes bf16 natively
+    args.bf16, args.gradient_checkpointing = use_bf16(args.bf16), bool(args.gradient_checkpointing)
     if (args.batch_size * args.group_size) % args.mini_batch_size or args.mini_batch_size % args.micro_batch_size:
         parser.error("B·G must be a multiple of --mini-batch-size, and that a multiple of --micro-batch-size")
 

@@ -274,3 +274,17 @@ def test_train_layers_freezes_everything_below_the_top_blocks(tiny_model, tmp_pa
     with pytest.raises(Exception, match="more than the model's"):
         train(load_config("demo", tiny_overrides(tiny_model, tmp_path / "r2", train__train_layers=depth + 1)),
               console=False)
+
+
+def test_time_budget_stops_rl_early_and_still_evaluates(tiny_model, tmp_path):
+    from searchrl.training.loop import train
+
+    run = tmp_path / "run"
+    cfg = load_config("demo", tiny_overrides(tiny_model, run, train__steps=5, train__time_budget_min=1e-4,
+                                             log__samples_every=0))
+    summary = train(cfg, console=False)
+    rows = read_jsonl(run / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1]  # the first step always runs; then the budget is spent
+    assert summary["steps"] == 1 and summary["stopped_early"] is True
+    assert json.loads((run / "final_eval.json").read_text())["step"] == 1
+    assert (run / "checkpoints" / "step_000001").is_dir()

@@ -348,6 +348,12 @@ class TrainConfig:
     """The RL loop: sizes, optimiser and fault handling."""
 
     steps: int = option(100, "RL steps (one rollout batch each)", min=0)
+    time_budget_min: float | None = option(
+        None,
+        "stop RL early, after a completed step, when the next step and the final evaluation would end later than "
+        "this many minutes after the run started (the number of steps then depends on the machine); null: no limit",
+        min=0,
+    )
     batch_size: int = option(8, "questions sampled per step (B)", min=1)
     group_size: int = option(5, "rollouts per question (G); one GRPO group per question", min=1)
     mini_batch_size: int = option(

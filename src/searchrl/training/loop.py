@@ -392,7 +392,15 @@ def _fit(t: Trainer) -> None:
 
     cfg = t.cfg
     t.ensure_reference()
+    step_walls: list[float] = []  # wall time of each step of this process, checkpoints and logging included
     for step in range(t.state.step + 1, cfg.train.steps + 1):
+        if _out_of_time(t, step_walls):
+            t.print(f"[yellow]Time budget of {cfg.train.time_budget_min:g} min: RL stops after step {step - 1} of "
+                    f"{cfg.train.steps}, leaving time for the final evaluation[/yellow]")
+            t.state.stopped_early = True
+            _save(t, best=False)
+            return
+        began = time.perf_counter()
         t.abortable = True
         t.set_lr(step)
         out = rl_step(t, step)
@@ -441,6 +449,18 @@ def _fit(t: Trainer) -> None:
             _save(t, best=improved)
         if t.stop_requested:
             raise KeyboardInterrupt
+        step_walls.append(time.perf_counter() - began)
+
+
+def _out_of_time(t: Trainer, step_walls: list[float]) -> bool:
+    """Whether one more step (as long as the slowest of the last two) and the final evaluation (as long as the
+    last one) would end after `train.time_budget_min`, counted from the trainer's start."""
+    budget = t.cfg.train.time_budget_min
+    if budget is None or not step_walls:
+        return False
+    last_eval = next((e.get("seconds", 0.0) for k in ("last", "start", "untrained") if (e := t.state.evals.get(k))), 0.0)
+    needed = max(step_walls[-2:]) + (last_eval if math.isfinite(last_eval) else 0.0)
+    return time.perf_counter() - t.started + needed > budget * 60
 
 
 def _rollback(t: Trainer, which: str, lr_factor: float, why: str) -> None:
@@ -511,6 +531,7 @@ def _finish(t: Trainer) -> dict[str, Any]:
     summary = {
         "run_dir": str(t.run_dir),
         "steps": t.state.step,
+        "stopped_early": t.state.stopped_early,
         "algorithm": cfg.algorithm.get("name"),
         "warm_start": t.state.warm_start,
         "evals": {k: {n: eval_entry(e) for n, e in v["datasets"].items()} for k, v in t.state.evals.items()

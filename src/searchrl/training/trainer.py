@@ -214,6 +214,7 @@ class TrainerState:
     evals: dict = field(default_factory=dict)  # "untrained" / "start" / "final" -> summary per dataset
     warm_start: dict | None = None  # SFTResult.to_dict() when a warm start ran
     monitor: dict | None = None
+    stopped_early: bool = False  # train.time_budget_min ended RL before train.steps
 
     def to_dict(self, data_cursor: int) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -229,6 +230,8 @@ class Trainer:
     """Holds the live objects of a run; `train()` below drives it. Built once per run (or resume)."""
 
     def __init__(self, cfg: Any, run_dir: Path, *, console: bool = True) -> None:
+        import time
+
         from searchrl.algorithms import policy_loss_names
         from searchrl.data import load_source
         from searchrl.models import load_policy
@@ -240,6 +243,7 @@ class Trainer:
         from searchrl.training.monitor import CollapseMonitor
         from searchrl.training.policy import make_optimizer, prepare_for_training
 
+        self.started = time.perf_counter()  # train.time_budget_min counts from here
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.state = TrainerState()
