@@ -12,6 +12,8 @@ differ only where an action's Σ Δ is within float rounding of 0 (the sums are 
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 
 import numpy as np
@@ -20,103 +22,102 @@ from torch import Tensor
 
 GATE_CODES = {"token": 0, "response": 1, "action": 2}
 
-try:  # numba is a dependency, but the tensor path must keep working without it (and SEARCHRL_NO_NUMBA=1 forces it)
-    if os.environ.get("SEARCHRL_NO_NUMBA"):
-        raise ImportError("disabled by SEARCHRL_NO_NUMBA")
-    from numba import njit
-except ImportError:  # pragma: no cover - exercised with SEARCHRL_NO_NUMBA=1
-    njit = None
+_NUMBA = not os.environ.get("SEARCHRL_NO_NUMBA") and importlib.util.find_spec("numba") is not None
 
 _CHUNK = 16  # mask tokens tested at once while skipping gaps and crossing long runs (vectorised sums)
 
 
-if njit is not None:
+@functools.cache
+def _compiled():
+    """The numba-compiled kernel, built (or read from numba's on-disk cache) on first use: importing numba costs
+    about half a second, which only LLDS runs on CPU pay."""
+    from numba import njit
 
-    @njit(cache=True, nogil=True, fastmath=True, boundscheck=False)
-    def _fill_zero(out):  # pragma: no cover - compiled
-        for k in range(out.shape[0]):
-            out[k] = 0.0
+    return njit(cache=True, nogil=True, fastmath=True, boundscheck=False)(_llds_rows_kernel)
 
-    @njit(cache=True, nogil=True, fastmath=True, boundscheck=False)
-    def _llds_rows_kernel(log_ratio, mask, gate, slope, decrease_rows, acting_rows):  # pragma: no cover - compiled
-        # Runs are found from the mask's sums over chunks of _CHUNK tokens (0: in a gap, _CHUNK: inside a run), so
-        # that only chunks holding a boundary are read token by token. The per-run loops run over slices: numba
-        # vectorises those, not loops over range(start, stop) of a row.
-        batch, width = log_ratio.shape
-        n_chunks = width // _CHUNK
-        chunk_sums = np.empty(n_chunks, dtype=mask.dtype)
-        for b in range(batch):
-            x = log_ratio[b]
-            m = mask[b]
-            s = slope[b]
-            for c in range(n_chunks):
-                seen = m.dtype.type(0.0)
-                for k in range(_CHUNK):
-                    seen += m[c * _CHUNK + k]
-                chunk_sums[c] = seen
-            row_on = True
-            if gate == 1:  # response gate: on iff the row's Σ Δ = −Σ m·log r > 0
-                total = 0.0
-                for k in range(width):
-                    total += x[k]
-                row_on = total < 0.0
-            decrease = 0.0
-            acting = 0.0
-            t = 0
-            while t < width:
-                # the gap before the next run (observations, padding): slope 0
-                gap = t
-                while t < width and m[t] == 0.0:
-                    if t % _CHUNK == 0:
-                        c = t // _CHUNK
-                        while c < n_chunks and chunk_sums[c] == 0.0:
-                            c += 1
-                        if c * _CHUNK > t:
-                            t = c * _CHUNK
-                            continue
-                    t += 1
-                _fill_zero(s[gap:t])
-                if t >= width:
-                    break
-                # the run [start, t): one model turn
-                start = t
-                while t < width and m[t] != 0.0:
-                    if t % _CHUNK == 0:
-                        c = t // _CHUNK
-                        while c < n_chunks and chunk_sums[c] == _CHUNK:
-                            c += 1
-                        if c * _CHUNK > t:
-                            t = c * _CHUNK
-                            continue
-                    t += 1
-                xs = x[start:t]
-                ss = s[start:t]
-                on = row_on
-                if gate == 2:  # action gate: on iff Σ_run Δ > 0  ⟺  Σ_run log r < 0
-                    run_sum = 0.0
-                    for k in range(xs.shape[0]):
-                        run_sum += xs[k]
-                    on = run_sum < 0.0
-                if on:
-                    fell = 0.0
-                    for k in range(xs.shape[0]):
-                        v = xs[k]
-                        ss[k] = 1.0 if v < 0.0 else 0.0  # Δ = −log r > 0: the likelihood fell
-                        fell += min(v, 0.0)
-                    count = 0.0
-                    for k in range(ss.shape[0]):
-                        count += ss[k]
-                    decrease -= fell
-                    acting += count
-                else:
-                    _fill_zero(ss)
-            decrease_rows[b] = decrease
-            acting_rows[b] = acting
+
+def _llds_rows_kernel(log_ratio, mask, gate, slope, decrease_rows, acting_rows):  # pragma: no cover - compiled
+    # Runs are found from the mask's sums over chunks of _CHUNK tokens (0: in a gap, _CHUNK: inside a run), so
+    # that only chunks holding a boundary are read token by token. The per-run loops run over slices: numba
+    # vectorises those, not loops over range(start, stop) of a row.
+    batch, width = log_ratio.shape
+    n_chunks = width // _CHUNK
+    chunk_sums = np.empty(n_chunks, dtype=mask.dtype)
+    for b in range(batch):
+        x = log_ratio[b]
+        m = mask[b]
+        s = slope[b]
+        for c in range(n_chunks):
+            seen = m.dtype.type(0.0)
+            for k in range(_CHUNK):
+                seen += m[c * _CHUNK + k]
+            chunk_sums[c] = seen
+        row_on = True
+        if gate == 1:  # response gate: on iff the row's Σ Δ = −Σ m·log r > 0
+            total = 0.0
+            for k in range(width):
+                total += x[k]
+            row_on = total < 0.0
+        decrease = 0.0
+        acting = 0.0
+        t = 0
+        while t < width:
+            # the gap before the next run (observations, padding): slope 0
+            gap = t
+            while t < width and m[t] == 0.0:
+                if t % _CHUNK == 0:
+                    c = t // _CHUNK
+                    while c < n_chunks and chunk_sums[c] == 0.0:
+                        c += 1
+                    if c * _CHUNK > t:
+                        t = c * _CHUNK
+                        continue
+                t += 1
+            gap_slope = s[gap:t]
+            for k in range(gap_slope.shape[0]):
+                gap_slope[k] = 0.0
+            if t >= width:
+                break
+            # the run [start, t): one model turn
+            start = t
+            while t < width and m[t] != 0.0:
+                if t % _CHUNK == 0:
+                    c = t // _CHUNK
+                    while c < n_chunks and chunk_sums[c] == _CHUNK:
+                        c += 1
+                    if c * _CHUNK > t:
+                        t = c * _CHUNK
+                        continue
+                t += 1
+            xs = x[start:t]
+            ss = s[start:t]
+            on = row_on
+            if gate == 2:  # action gate: on iff Σ_run Δ > 0  ⟺  Σ_run log r < 0
+                run_sum = 0.0
+                for k in range(xs.shape[0]):
+                    run_sum += xs[k]
+                on = run_sum < 0.0
+            if on:
+                fell = 0.0
+                for k in range(xs.shape[0]):
+                    v = xs[k]
+                    ss[k] = 1.0 if v < 0.0 else 0.0  # Δ = −log r > 0: the likelihood fell
+                    fell += min(v, 0.0)
+                count = 0.0
+                for k in range(ss.shape[0]):
+                    count += ss[k]
+                decrease -= fell
+                acting += count
+            else:
+                for k in range(ss.shape[0]):
+                    ss[k] = 0.0
+        decrease_rows[b] = decrease
+        acting_rows[b] = acting
 
 
 def fused_available(*tensors: Tensor) -> bool:
     """Whether :func:`llds_rows` can take these tensors: numba present, CPU, float32/float64, 2-D."""
-    if njit is None:
+    if not _NUMBA:
         return False
     return all(t.device.type == "cpu" and t.dtype in (torch.float32, torch.float64) and t.dim() == 2 for t in tensors)
 
@@ -145,8 +146,7 @@ def llds_rows(
     slope = torch.empty_like(x) if out is None else out
     decrease_rows = torch.empty(batch, dtype=torch.float64)
     acting_rows = torch.empty(batch, dtype=x.dtype)
-    _llds_rows_kernel(x.numpy(), m.numpy(), GATE_CODES[gate], slope.numpy(), decrease_rows.numpy(),
-                      acting_rows.numpy())
+    _compiled()(x.numpy(), m.numpy(), GATE_CODES[gate], slope.numpy(), decrease_rows.numpy(), acting_rows.numpy())
     return slope, decrease_rows.to(x.dtype), acting_rows
 
 
