@@ -65,14 +65,19 @@ def test_round_trip_restores_weights_optimizer_rng_and_state(tmp_path):
         assert torch.equal(value, other.state_dict()[name]), name
 
 
-def test_only_trainable_parameters_are_saved_and_mismatches_are_refused(tmp_path):
+def test_frozen_weights_are_saved_too_and_mismatches_are_refused(tmp_path):
+    # Frozen blocks (train.train_layers) hold the warm start's weights, not the base model's: they must be saved.
     model = _model(0)
     model[2].weight.requires_grad_(False)
     save_checkpoint(tmp_path, 1, model=model, optimizer=None, scheduler=None, trainer_state={})
     from safetensors.torch import load_file
 
     names = set(load_file(str(checkpoint_dir(tmp_path, 1) / "weights.safetensors")))
-    assert names == {"0.weight", "0.bias", "2.bias"}
+    assert names == {"0.weight", "0.bias", "2.weight", "2.bias"}
+    restored = _model(1)
+    restored[2].weight.requires_grad_(False)
+    load_checkpoint(checkpoint_dir(tmp_path, 1), model=restored)
+    assert torch.equal(restored[2].weight, model[2].weight)
     different = torch.nn.Sequential(torch.nn.Linear(4, 3))
     with pytest.raises(SearchRLError, match="do not match the model"):
         load_checkpoint(checkpoint_dir(tmp_path, 1), model=different)

@@ -125,7 +125,7 @@ def test_compare_end_to_end_with_the_real_trainer(tmp_path: Path, capsys: pytest
     model = build_tiny_random_model(tmp_path / "tiny")
     out = tmp_path / "cmp"
     overrides = [  # the demo config, shrunk: no SFT warm start, 1×2 rollouts of one short turn, 4 val questions
-        f"model.name={model}", "train.warm_start=null", "data.max_train_questions=8", "train.steps=2",
+        f"model.name={model}", "train.warm_start=null", "train.train_layers=null", "data.max_train_questions=8", "train.steps=2",
         "train.batch_size=1", "train.group_size=2", "train.mini_batch_size=2", "train.micro_batch_size=2",
         "rollout.max_turns=1", "rollout.max_turn_tokens=16", "val.every=0", "val.at_start=false",
         "val.untrained=false", "val.max_questions=4", "checkpoint.export_final=false", "log.tensorboard=false",

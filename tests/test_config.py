@@ -144,3 +144,12 @@ def test_cli_prints_config_errors_without_traceback():
     bad = subprocess.run([*exe, "train", "train.stepz=3"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2
     assert "did you mean 'train.steps'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_algorithm_name_on_the_command_line_brings_that_algorithms_structure():
+    # The demo runs SAPO with LLDS's penalty too; naming an algorithm on the command line means that algorithm.
+    assert load_config("demo").algorithm["penalties"] == ["sapo", "llds"]
+    assert load_config("demo", ["algorithm.name=sapo"]).algorithm["penalties"] == ["sapo"]
+    assert load_config("demo", ["algorithm.name=grpo"]).algorithm["penalties"] == []
+    both = load_config("demo", ["algorithm.name=grpo", "algorithm.penalties=[llds]"])
+    assert both.algorithm["penalties"] == ["llds"]

@@ -68,7 +68,8 @@ def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False) -> di
     source = load_source(cfg.data.train, split=cfg.data.train_split)
     model, tokenizer = load_policy(cfg.model.name)
     model = prepare_for_training(model, lora=cfg.model.lora, gradient_checkpointing=cfg.model.gradient_checkpointing,
-                                 seed=cfg.seed, train_layers=cfg.sft.train_layers)
+                                 seed=cfg.seed, train_layers=cfg.sft.train_layers,
+                                 key="sft.train_layers")
     retriever = build_retriever(cfg, source)
     dropped: dict = {}
     if cfg.sft.data == "oracle":

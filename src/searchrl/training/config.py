@@ -587,10 +587,29 @@ def load_config(
     """THE config loader: YAML file (or packaged name) + dotted overrides -> validated `Config` with `derived`."""
     path = resolve_config_path(None if path_or_name is None else str(path_or_name))
     raw = read_yaml(path)
-    for text in overrides:
-        key, value = parse_override(text)
+    parsed = [parse_override(text) for text in overrides]
+    _follow_algorithm_name(raw, parsed)
+    for key, value in parsed:
         set_dotted(raw, key, value)
     return config_from_dict(raw, source=str(path), validate_algorithm=validate_algorithm)
+
+
+_ALGORITHM_STRUCTURE = ("advantage_estimator", "policy_loss", "penalties")
+
+
+def _follow_algorithm_name(raw: dict, overrides: Sequence[tuple[str, Any]]) -> None:
+    """`algorithm.name=X` on the command line means algorithm X as registered: the file's estimator, base loss and
+    penalties (e.g. the demo's `penalties: [sapo, llds]`, or a saved run's resolved section) give way to X's
+    defaults, unless the same command line sets them too. So `searchrl compare` and `searchrl train
+    algorithm.name=grpo` on any config compare or train the named algorithms."""
+    keys = {key for key, _ in overrides}
+    new_name = next((value for key, value in overrides if key == "algorithm.name"), None)
+    section = raw.get("algorithm")
+    if new_name is None or not isinstance(section, dict):
+        return
+    for field_name in _ALGORITHM_STRUCTURE:
+        if f"algorithm.{field_name}" not in keys:
+            section.pop(field_name, None)
 
 
 def config_from_dict(raw: Mapping[str, Any], *, source: str = "", validate_algorithm: bool = True) -> Config:

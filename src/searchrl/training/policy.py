@@ -29,14 +29,15 @@ def prepare_for_training(
     gradient_checkpointing: bool = True,
     seed: int = 0,
     train_layers: int | None = None,
+    key: str = "train.train_layers",
 ) -> torch.nn.Module:
     """Float32 weights, gradient checkpointing, LoRA adapters when `lora.enabled` (seeded init), and only the top
     `train_layers` blocks trainable when set (see :func:`freeze_below_top_layers`)."""
     model = model.float()
     if train_layers is not None:
         if lora is not None and lora.enabled:
-            raise ConfigError("model.train_layers and model.lora.enabled are exclusive: LoRA already freezes the base")
-        freeze_below_top_layers(model, train_layers)
+            raise ConfigError(f"{key} and model.lora.enabled are exclusive: LoRA already freezes the base model")
+        freeze_below_top_layers(model, train_layers, key)
     if gradient_checkpointing and hasattr(model, "gradient_checkpointing_enable"):
         # Non-reentrant checkpointing also works when only adapters (not the inputs) require grad.
         enable = getattr(model, "activation_checkpointing_enable", None)
@@ -72,7 +73,7 @@ def prepare_for_training(
     return model
 
 
-def freeze_below_top_layers(model: torch.nn.Module, n: int) -> None:
+def freeze_below_top_layers(model: torch.nn.Module, n: int, key: str = "train.train_layers") -> None:
     """Leave only the top `n` transformer blocks, the final norm and an untied LM head trainable.
 
     Why: on a CPU the backward pass is two thirds of a training step's compute, and it stops at the lowest module
@@ -83,10 +84,10 @@ def freeze_below_top_layers(model: torch.nn.Module, n: int) -> None:
     depth = getattr(config, "num_hidden_layers", None)
     blocks = next((m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == depth), None)
     if blocks is None:
-        raise ConfigError("model.train_layers: could not find the model's list of transformer blocks "
-                          f"(config.num_hidden_layers = {depth}); set model.train_layers: null")
+        raise ConfigError(f"{key}: could not find the model's list of transformer blocks "
+                          f"(config.num_hidden_layers = {depth}); set {key}=null")
     if n > len(blocks):
-        raise ConfigError(f"model.train_layers: {n} is more than the model's {len(blocks)} blocks")
+        raise ConfigError(f"{key}: {n} is more than the model's {len(blocks)} blocks; set {key}={len(blocks)} or null")
     for param in model.parameters():
         param.requires_grad_(False)
     trainable = list(blocks[len(blocks) - n :].parameters())
@@ -103,7 +104,7 @@ def freeze_below_top_layers(model: torch.nn.Module, n: int) -> None:
 
 
 @contextlib.contextmanager
-def trainable_layers(model: torch.nn.Module, n: int | None) -> Iterator[None]:
+def trainable_layers(model: torch.nn.Module, n: int | None, key: str = "sft.train_layers") -> Iterator[None]:
     """Within the block, only the top `n` blocks train (all parameters when None); the flags are restored after.
 
     The warm start's SFT and RL may train different parts of the model (`sft.train_layers`, `train.train_layers`).
@@ -115,7 +116,7 @@ def trainable_layers(model: torch.nn.Module, n: int | None) -> Iterator[None]:
             for param, _ in flags:
                 param.requires_grad_(True)
         else:
-            freeze_below_top_layers(model, n)
+            freeze_below_top_layers(model, n, key)
     try:
         yield
     finally:
