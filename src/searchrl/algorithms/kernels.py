@@ -29,8 +29,8 @@ _CHUNK = 16  # mask tokens tested at once while skipping gaps and crossing long 
 
 @functools.cache
 def _compiled():
-    """The numba-compiled kernel, built (or read from numba's on-disk cache) on first use: importing numba costs
-    about half a second, which only LLDS runs on CPU pay."""
+    """The numba-compiled kernel, built (or read from numba's on-disk cache) on first use: importing numba took
+    0.4–0.7 s here, which only LLDS runs on CPU pay."""
     from numba import njit
 
     return njit(cache=True, nogil=True, fastmath=True, boundscheck=False)(_llds_rows_kernel)
