@@ -62,28 +62,14 @@ def _llds_rows_kernel(log_ratio, mask, gate, slope, decrease_rows, acting_rows):
         acting = 0.0
         t = 0
         while t < width:
-            # the gap before the next run (observations, padding): slope 0
-            gap = t
-            while t < width and m[t] == 0.0:
-                if t % _CHUNK == 0:
-                    c = t // _CHUNK
-                    while c < n_chunks and chunk_sums[c] == 0.0:
-                        c += 1
-                    if c * _CHUNK > t:
-                        t = c * _CHUNK
-                        continue
-                t += 1
-            gap_slope = s[gap:t]
-            for k in range(gap_slope.shape[0]):
-                gap_slope[k] = 0.0
-            if t >= width:
-                break
-            # the run [start, t): one model turn
+            # the span [start, t): a run of the mask (one model turn) or a gap (observations, padding)
             start = t
-            while t < width and m[t] != 0.0:
+            inside = m[t] != 0.0
+            uniform = float(_CHUNK) if inside else 0.0  # the mask's sum over a chunk wholly inside the span
+            while t < width and (m[t] != 0.0) == inside:
                 if t % _CHUNK == 0:
                     c = t // _CHUNK
-                    while c < n_chunks and chunk_sums[c] == _CHUNK:
+                    while c < n_chunks and chunk_sums[c] == uniform:
                         c += 1
                     if c * _CHUNK > t:
                         t = c * _CHUNK
@@ -91,8 +77,8 @@ def _llds_rows_kernel(log_ratio, mask, gate, slope, decrease_rows, acting_rows):
                 t += 1
             xs = x[start:t]
             ss = s[start:t]
-            on = row_on
-            if gate == 2:  # action gate: on iff Σ_run Δ > 0  ⟺  Σ_run log r < 0
+            on = inside and row_on
+            if inside and gate == 2:  # action gate: on iff Σ_run Δ > 0  ⟺  Σ_run log r < 0
                 run_sum = 0.0
                 for k in range(xs.shape[0]):
                     run_sum += xs[k]
@@ -108,7 +94,7 @@ def _llds_rows_kernel(log_ratio, mask, gate, slope, decrease_rows, acting_rows):
                     count += ss[k]
                 decrease -= fell
                 acting += count
-            else:
+            else:  # a gap, or a run whose gate is off: slope 0
                 for k in range(ss.shape[0]):
                     ss[k] = 0.0
         decrease_rows[b] = decrease

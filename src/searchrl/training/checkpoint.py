@@ -63,22 +63,23 @@ def restore_rng(state: dict[str, Any], generators: dict[str, torch.Generator] | 
 # ---------------------------------------------------------------------------------------------- weights
 
 
-def _saved(model: torch.nn.Module, name: str, param: torch.nn.Parameter) -> bool:
+def _saved(model: torch.nn.Module, param: torch.nn.Parameter) -> bool:
     # Under LoRA only the adapters change (the base reloads from model.name); otherwise every weight is saved,
     # frozen ones included: with train.train_layers the frozen blocks hold the warm start's weights.
-    lora = hasattr(model, "disable_adapter") and hasattr(model, "get_base_model")
-    return param.requires_grad or not lora
+    from searchrl.training.policy import is_lora
+
+    return param.requires_grad or not is_lora(model)
 
 
 def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The weights a checkpoint holds, by name (tied weights appear once): all of them, or the LoRA adapters."""
-    return {n: p.detach().contiguous().cpu() for n, p in model.named_parameters() if _saved(model, n, p)}
+    return {n: p.detach().contiguous().cpu() for n, p in model.named_parameters() if _saved(model, p)}
 
 
 def load_trainable_state(model: torch.nn.Module, tensors: dict[str, torch.Tensor], source: Path) -> None:
     """Copy saved weights (see :func:`trainable_state`) into `model`, refusing on any name or shape mismatch."""
     params = dict(model.named_parameters())
-    expected = {n for n, p in params.items() if _saved(model, n, p)}
+    expected = {n for n, p in params.items() if _saved(model, p)}
     missing, unexpected = expected - tensors.keys(), tensors.keys() - params.keys()
     if missing or unexpected:
         raise SearchRLError(

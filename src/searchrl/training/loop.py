@@ -111,11 +111,13 @@ def rl_step(t: Any, step: int) -> StepOutput:
     old_log_probs = torch.zeros_like(loss_mask)  # (N, T)
     ref_log_probs = torch.zeros_like(loss_mask) if t.objective.needs_ref else None
     with torch.no_grad():
-        for micro in (m for i, mini in enumerate(plan[0]) for m in mini if i > 0 or not reuse_first_forward
-                      or ref_log_probs is not None):
+        for micro_index, micro in enumerate(m for mini in plan[0] for m in mini):
+            from_first_update = reuse_first_forward and micro_index < len(plan[0][0])
+            if from_first_update and ref_log_probs is None:
+                continue
             sub = _sub_batch(batch, micro)
             with autocast(cfg.train.bf16):
-                if not (reuse_first_forward and micro in plan[0][0]):
+                if not from_first_update:
                     lp, _ = token_logprobs(t.model, sub, chunk_size=cfg.train.logprob_chunk_size,
                                            temperature=temperature)
                     _scatter(old_log_probs, micro, lp)
