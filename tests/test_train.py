@@ -289,3 +289,78 @@ def test_time_budget_stops_rl_early_and_still_evaluates(tiny_model, tmp_path):
     assert summary["steps"] == 1 and summary["stopped_early"] is True
     assert json.loads((run / "final_eval.json").read_text())["step"] == 1
     assert (run / "checkpoints" / "step_000001").is_dir()
+
+
+def _tiny_batch(tokenizer_model: Path):
+    from searchrl.models import load_policy
+    from searchrl.rollout.types import Trajectory
+    from searchrl.training.batching import collate
+
+    model, tok = load_policy(tokenizer_model)
+    ids = lambda text: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    trajs = []
+    for k, (prompt, response) in enumerate([("Question: who wrote it?", " <search>the author</search>"),
+                                            ("Q: where?", " <answer>Paris, in France</answer> and more")]):
+        r = ids(response)
+        mask = [1] * len(r)
+        mask[2:4] = [0, 0]  # an observation inside the response
+        trajs.append(Trajectory(question=None, group_id=f"g{k}", prompt_ids=ids(prompt), response_ids=r,
+                                response_mask=mask, sampling_logprobs=[0.0] * len(r), turns=[], answer=None,
+                                num_searches=0, finish_reason="stop"))
+    return model, collate(trajs, int(tok.pad_token_id))
+
+
+def test_lower_block_cache_gives_the_full_forward_values_and_gradients(tiny_model):
+    from searchrl.training.batching import LowerBlockCache, frozen_block_count, token_logprobs
+    from searchrl.training.policy import prepare_for_training
+
+    model, batch = _tiny_batch(tiny_model)
+    model = prepare_for_training(model, gradient_checkpointing=False)
+    assert frozen_block_count(model) == 0 and not LowerBlockCache(model).has([0])  # everything trains: no cache
+    model = prepare_for_training(model, gradient_checkpointing=False, train_layers=1)
+    assert frozen_block_count(model) == 1
+    rows = [0, 1]
+
+    full_lp, full_ent = token_logprobs(model, batch, with_entropy=True)
+    full_lp.sum().backward()
+    full_grads = [p.grad.clone() for p in model.parameters() if p.requires_grad]
+    model.zero_grad(set_to_none=True)
+
+    cache = LowerBlockCache(model)
+    with torch.no_grad():
+        first, _ = cache.token_logprobs(rows, batch)  # records the states entering block 1
+    assert cache.has(rows) and not cache.has([2])
+    assert cache.states[0].shape == (int(batch.attention_mask[0].sum()), model.config.hidden_size)
+    calls = []
+    handle = model.model.layers[0].register_forward_hook(lambda *a: calls.append(1))
+    cached_lp, cached_ent = cache.token_logprobs(rows, batch, with_entropy=True)  # starts at block 1
+    handle.remove()
+    assert calls == []  # the frozen block did not run
+    assert len(model.model.layers) == 2  # the block list is restored
+    cached_lp.sum().backward()
+    torch.testing.assert_close(first, full_lp.detach())
+    torch.testing.assert_close(cached_lp, full_lp, rtol=0, atol=1e-5)
+    torch.testing.assert_close(cached_ent, full_ent, rtol=0, atol=1e-5)
+    for got, want in zip([p.grad for p in model.parameters() if p.requires_grad], full_grads):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
+
+
+def test_training_with_frozen_lower_blocks_matches_the_uncached_run(tiny_model, tmp_path, monkeypatch):
+    from searchrl.training import batching
+    from searchrl.training.loop import train
+
+    def run(name: str) -> list[dict]:
+        cfg = load_config("demo", tiny_overrides(tiny_model, tmp_path / name, train__train_layers=1,
+                                                 train__steps=2, train__micro_batch_size=2, train__group_size=4,
+                                                 train__mini_batch_size=4))
+        train(cfg, console=False)
+        return rows_without_time(tmp_path / name / "metrics.jsonl")
+
+    cached = run("cached")
+    monkeypatch.setattr(batching, "frozen_block_count", lambda model: 0)
+    uncached = run("uncached")
+    assert [r["actor/updates"] for r in cached] == [2, 2]
+    for a, b in zip(cached, uncached):
+        for key in a:
+            if isinstance(a[key], float) and not math.isnan(a[key]):
+                assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), key

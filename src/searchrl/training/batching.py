@@ -13,7 +13,8 @@ so only one chunk's logits are ever alive.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -112,6 +113,115 @@ def _chunk_logprob_entropy(
     return token_lp, entropy
 
 
+def decoder_blocks(body: torch.nn.Module) -> torch.nn.ModuleList:
+    """The decoder body's list of transformer blocks (`body.layers` in llama, qwen2, mistral, ...)."""
+    blocks = getattr(body, "layers", None)
+    if not isinstance(blocks, torch.nn.ModuleList):
+        raise TypeError(f"{type(body).__name__}: cannot find the decoder's list of transformer blocks (`.layers`)")
+    return blocks
+
+
+# Model types whose body hands `inputs_embeds` to its first block unchanged (Gemma, for one, scales them first),
+# so that a forward from `inputs_embeds = states entering block k`, over blocks [k, depth), is the full forward.
+_EMBEDS_ENTER_FIRST_BLOCK = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+
+
+def frozen_block_count(model: torch.nn.Module) -> int:
+    """How many of the lowest transformer blocks nothing trains, when the input embeddings are frozen too (else 0).
+
+    The hidden states entering the first trainable block are then a fixed function of the input ids while the
+    weights do not change, which `LowerBlockCache` exploits.
+    """
+    try:
+        body, _ = body_and_head(model)
+        blocks = decoder_blocks(body)
+    except TypeError:
+        return 0
+    if getattr(getattr(body, "config", None), "model_type", None) not in _EMBEDS_ENTER_FIRST_BLOCK:
+        return 0
+    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    if embeddings is None or any(p.requires_grad for p in embeddings.parameters()):
+        return 0
+    count = 0
+    for block in blocks:
+        if any(p.requires_grad for p in block.parameters()):
+            break
+        count += 1
+    return count if count < len(blocks) else 0  # an entirely frozen body: nothing to gain, nothing to train
+
+
+@contextmanager
+def _blocks_from(body: torch.nn.Module, start: int) -> Iterator[None]:
+    """While open, the body's block list holds blocks [start, depth) only (its forward then starts there)."""
+    blocks = decoder_blocks(body)
+    body.layers = torch.nn.ModuleList(list(blocks)[start:])
+    try:
+        yield
+    finally:
+        body.layers = blocks
+
+
+class LowerBlockCache:
+    """The hidden states entering the first trainable block, per trajectory, computed once per RL step.
+
+    Why: with `train.train_layers: n` the embeddings and the lower blocks are frozen, so what they output for a
+    trajectory is the same in the old-log-prob pass and in every optimiser update of the step. The first forward
+    of a trajectory records them (a hook on the last frozen block, no extra compute); later forwards start at the
+    first trainable block. In the demo (top 10 of 30 blocks) that skips two thirds of each later forward.
+
+    Values are those of the full forward up to float rounding of the padded width (a micro-batch of the same rows
+    gives bitwise the same states). Valid while the frozen weights do not change: make one per step. Disabled
+    (`start == 0`) when nothing is frozen, e.g. under LoRA (adapters in every block).
+    """
+
+    def __init__(self, model: torch.nn.Module, enabled: bool = True):
+        self.start = frozen_block_count(model) if enabled else 0
+        self.model = model
+        self.states: dict[int, torch.Tensor] = {}  # row -> (length of the row, H)
+
+    def has(self, rows: Sequence[int]) -> bool:
+        return self.start > 0 and all(r in self.states for r in rows)
+
+    def gather(self, rows: Sequence[int], batch: TokenBatch) -> torch.Tensor:
+        """(B, L, H) states for `rows` laid out like `batch` (right-padded with zeros)."""
+        B, L = batch.input_ids.shape
+        first = self.states[rows[0]]
+        out = torch.zeros((B, L, first.shape[-1]), dtype=first.dtype, device=first.device)
+        for i, r in enumerate(rows):
+            state = self.states[r]
+            out[i, : state.shape[0]] = state
+        return out
+
+    @contextmanager
+    def record(self, rows: Sequence[int], batch: TokenBatch) -> Iterator[None]:
+        """While open, a full forward of `batch` (rows `rows` of the step) stores each row's lower states."""
+        if self.start == 0 or self.has(rows):
+            yield
+            return
+        body, _ = body_and_head(self.model)
+        lengths = batch.attention_mask.sum(-1).tolist()
+
+        def hook(module: torch.nn.Module, args: object, output: object) -> None:
+            hidden = output[0] if isinstance(output, tuple) else output
+            for i, r in enumerate(rows):
+                self.states[r] = hidden[i, : int(lengths[i])].detach().clone()
+
+        handle = decoder_blocks(body)[self.start - 1].register_forward_hook(hook)
+        try:
+            yield
+        finally:
+            handle.remove()
+
+    def token_logprobs(self, rows: Sequence[int], batch: TokenBatch, **kwargs: object) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`token_logprobs` of rows `rows`: from their cached states when all are cached, else a recording full
+        forward."""
+        if self.has(rows):
+            return token_logprobs(self.model, batch, lower_states=self.gather(rows, batch), start_block=self.start,
+                                  **kwargs)
+        with self.record(rows, batch):
+            return token_logprobs(self.model, batch, **kwargs)
+
+
 def token_logprobs(
     model: torch.nn.Module,
     batch: TokenBatch,
@@ -120,6 +230,8 @@ def token_logprobs(
     with_entropy: bool = False,
     only_masked: bool = True,
     temperature: float = 1.0,
+    lower_states: torch.Tensor | None = None,
+    start_block: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log π(response token) and its categorical entropy per response position, (B, T) each.
 
@@ -128,9 +240,15 @@ def token_logprobs(
 
     Positions outside `response_mask` (observations, padding) get 0 when `only_masked` (their logits are never
     computed); with `only_masked=False` every real response token is scored. Gradients flow when enabled.
+    With `lower_states` (B, L, H), the hidden states entering block `start_block` (see `LowerBlockCache`), the
+    forward starts there instead of at the embeddings.
     """
     body, head = body_and_head(model)
-    out = body(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
+    if lower_states is not None:
+        with _blocks_from(body, start_block):
+            out = body(inputs_embeds=lower_states, attention_mask=batch.attention_mask, use_cache=False)
+    else:
+        out = body(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
     hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]  # (B, L, H)
     select = (batch.response_mask if only_masked else batch.response_valid) > 0  # (B, T)
     rows, cols = select.nonzero(as_tuple=True)

@@ -44,7 +44,7 @@ from searchrl.algorithms import AdvantageBatch, PolicyBatch
 from searchrl.errors import SearchRLError
 from searchrl.rewards import score_trajectories
 from searchrl.rollout.types import Trajectory
-from searchrl.training.batching import TokenBatch, collate, token_logprobs
+from searchrl.training.batching import LowerBlockCache, TokenBatch, collate, token_logprobs
 from searchrl.training.diagnostics import token_diagnostics, turn_kind_from_mask
 from searchrl.training.policy import autocast, trainable_layers, trainable_parameters
 from searchrl.training.trainer import (
@@ -103,11 +103,14 @@ def rl_step(t: Any, step: int) -> StepOutput:
     # 4. Old (behaviour) log-probs, and reference log-probs for the KL term, in the micro-batches the first
     #    epoch will use: the first update then sees ratio = 1 exactly (same shapes, same kernels). The first
     #    update's own forward gives its rows' old log-probs (the weights have not moved yet), so they are not
-    #    computed twice, unless dropout makes a training forward differ from this one.
+    #    computed twice, unless dropout makes a training forward differ from this one. Each row's first forward
+    #    also records what the frozen lower blocks (train.train_layers) output for it; later forwards start above.
     t.status("old log-probs")
     temperature = 1.0 if cfg.rollout.greedy else cfg.rollout.temperature  # π = softmax(logits / T), as sampled
     plan = minibatch_plan(len(trajectories), cfg, step)
     reuse_first_forward = not has_dropout(t.model)
+    lower = LowerBlockCache(t.model, enabled=reuse_first_forward)
+    chunk = cfg.train.logprob_chunk_size
     old_log_probs = torch.zeros_like(loss_mask)  # (N, T)
     ref_log_probs = torch.zeros_like(loss_mask) if t.objective.needs_ref else None
     with torch.no_grad():
@@ -118,13 +121,11 @@ def rl_step(t: Any, step: int) -> StepOutput:
             sub = _sub_batch(batch, micro)
             with autocast(cfg.train.bf16):
                 if not from_first_update:
-                    lp, _ = token_logprobs(t.model, sub, chunk_size=cfg.train.logprob_chunk_size,
-                                           temperature=temperature)
+                    lp, _ = lower.token_logprobs(micro, sub, chunk_size=chunk, temperature=temperature)
                     _scatter(old_log_probs, micro, lp)
                 if ref_log_probs is not None:
                     with t.reference() as ref_model:
-                        ref_lp, _ = token_logprobs(ref_model or t.model, sub, chunk_size=cfg.train.logprob_chunk_size,
-                                                   temperature=temperature)
+                        ref_lp, _ = token_logprobs(ref_model or t.model, sub, chunk_size=chunk, temperature=temperature)
                     _scatter(ref_log_probs, micro, ref_lp)
     answer_mask = t.answer_mask(trajectories, batch) if t.objective.needs_answer_mask else None
 
@@ -150,13 +151,12 @@ def rl_step(t: Any, step: int) -> StepOutput:
                 if mask.sum() == 0:  # nothing to learn from (all observation tokens or excluded trajectories)
                     if update_index == 0 and reuse_first_forward:  # still the behaviour log-probs, for diagnostics
                         with torch.no_grad(), autocast(cfg.train.bf16):
-                            lp, _ = token_logprobs(t.model, sub, chunk_size=cfg.train.logprob_chunk_size,
-                                                   temperature=temperature)
+                            lp, _ = lower.token_logprobs(micro, sub, chunk_size=chunk, temperature=temperature)
                         _scatter(old_log_probs, micro, lp)
                     continue
                 with autocast(cfg.train.bf16):
-                    log_probs, entropy = token_logprobs(
-                        t.model, sub, chunk_size=cfg.train.logprob_chunk_size, with_entropy=True, temperature=temperature
+                    log_probs, entropy = lower.token_logprobs(
+                        micro, sub, chunk_size=chunk, with_entropy=True, temperature=temperature
                     )
                 if update_index == 0 and reuse_first_forward:
                     _scatter(old_log_probs, micro, log_probs.detach())  # the behaviour policy's log-probs
