@@ -119,3 +119,17 @@ def test_truncate_jsonl_keeps_rows_up_to_the_step_and_drops_a_torn_line(tmp_path
     assert read_jsonl(path) == rows[:3]
     atomic_write_json(tmp_path / "x.json", {"a": float("nan")})
     assert json.loads((tmp_path / "x.json").read_text())["a"] != 0
+
+
+def test_checkpoint_files_get_the_umask_permissions_not_safetensors_0600(tmp_path):
+    import os
+    import stat
+
+    previous = os.umask(0o022)
+    try:
+        folder = save_checkpoint(tmp_path, 1, model=_model(0), optimizer=None, scheduler=None, trainer_state={})
+    finally:
+        os.umask(previous)
+    modes = {f.name: stat.S_IMODE(f.stat().st_mode) for f in folder.iterdir()}
+    assert modes["weights.safetensors"] == 0o644, modes  # safetensors' save_file alone makes it 0600
+    assert set(modes.values()) == {0o644}, modes

@@ -96,6 +96,8 @@ def test_tiny_run_end_to_end_writes_the_run_folder(tiny_model, tmp_path):
     assert json.loads((run / "final_eval.json").read_text())["datasets"]["world"]["n"] == 4
     assert summary["steps"] == 3 and summary["evals"]["final"]["world"]["n"] == 4
     model, _ = load_policy(run / "final_model")  # loadable by `searchrl eval`
+    from searchrl.fileio import current_umask
+    assert (run / "final_model" / "model.safetensors").stat().st_mode & 0o777 == 0o666 & ~current_umask()  # not 0600
     saved = load_file(str(run / "checkpoints" / "step_000003" / "weights.safetensors"))
     for name, value in model.named_parameters():
         assert torch.equal(value, saved[name])

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 
-def _umask() -> int:
+def current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -23,7 +23,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp creates 0600 files; give the result the permissions a plain open() would (0666 & ~umask).
-        os.fchmod(fd, 0o666 & ~_umask())
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -32,6 +32,17 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def give_umask_permissions(path: str | Path) -> None:
+    """Give a file, or every file below a folder, the permissions a plain open() would (0666 & ~umask).
+
+    Why: safetensors' `save_file` (and so `save_pretrained`) creates its files 0600, readable by their owner only.
+    """
+    path = Path(path)
+    mode = 0o666 & ~current_umask()
+    for file in [path] if path.is_file() else [f for f in path.rglob("*") if f.is_file()]:
+        os.chmod(file, mode)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from searchrl.errors import SearchRLError
+from searchrl.fileio import current_umask, give_umask_permissions
 
 if TYPE_CHECKING:
     import torch
@@ -68,11 +69,10 @@ def _atomic_write_dir(target: Path, write: Any) -> Path:
     """Call `write(tmp_dir)`, then rename tmp_dir to `target`. If another process won the race, keep theirs."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; a cache folder should look like any other folder
+    os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes it private; a cache folder should look like any other folder
     try:
         write(tmp)
+        give_umask_permissions(tmp)
         try:
             os.rename(tmp, target)
         except OSError:

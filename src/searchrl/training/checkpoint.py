@@ -26,6 +26,7 @@ from safetensors.torch import load_file, save_file
 
 from searchrl.errors import SearchRLError
 from searchrl.fileio import atomic_write_bytes, atomic_write_json, atomic_write_text  # noqa: F401 - re-exported
+from searchrl.fileio import give_umask_permissions
 
 CHECKPOINTS = "checkpoints"
 BEST_FILE = "best.json"
@@ -158,6 +159,7 @@ def save_checkpoint(
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     save_file(trainable_state(model), str(tmp / "weights.safetensors"))
+    give_umask_permissions(tmp / "weights.safetensors")
     torch.save(
         {
             "optimizer": optimizer.state_dict() if optimizer is not None else None,

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from searchrl.errors import ConfigError
+from searchrl.fileio import give_umask_permissions
 
 
 def prepare_for_training(
@@ -230,6 +231,7 @@ def export_policy(model: torch.nn.Module, tokenizer: Any, out_dir: Path) -> Path
         to_save = copy.deepcopy(model).merge_and_unload()
     to_save.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
+    give_umask_permissions(tmp)
     if out_dir.exists():
         old = out_dir.parent / f".old-{out_dir.name}"
         shutil.rmtree(old, ignore_errors=True)
