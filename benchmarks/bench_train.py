@@ -28,6 +28,11 @@ is warm-up and is dropped; the table reports the median over the remaining steps
 
     .venv/bin/python benchmarks/bench_train.py                                   # demo sizes, 2 rounds x 3 steps
     .venv/bin/python benchmarks/bench_train.py --trl-stop-at-answer --json /tmp/bench_train.json
+    .venv/bin/python benchmarks/bench_train.py --trl-stop-at-answer --train-layers 10   # the demo's trained blocks
+
+With `--train-layers N` both sides train only the top N blocks (TRL's model is frozen below them with the same
+helper as searchrl's `train.train_layers`), so the work is the same again; searchrl then also runs the frozen
+blocks once per trajectory and step (`LowerBlockCache`), which TRL has no counterpart for.
 """
 
 from __future__ import annotations
@@ -80,7 +85,8 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         f"train.batch_size={args.batch_size}", f"train.group_size={args.group_size}",
         f"train.mini_batch_size={args.mini_batch_size}", f"train.micro_batch_size={args.micro_batch_size}",
         "train.ppo_epochs=1", f"train.lr={args.lr}", "train.warm_start=null", f"train.bf16={str(args.bf16).lower()}",
-        "train.warmup_ratio=0", "train.lr_schedule=constant", "train.train_layers=null", "train.time_budget_min=null",
+        "train.warmup_ratio=0", "train.lr_schedule=constant", "train.time_budget_min=null",
+        f"train.train_layers={args.train_layers if args.train_layers is not None else 'null'}",
         f"model.gradient_checkpointing={str(args.gradient_checkpointing).lower()}", "model.lora.enabled=false",
         "rollout.max_turns=0", f"rollout.max_turn_tokens={args.max_tokens}", f"rollout.temperature={args.temperature}",
         "rollout.top_p=1.0", "rollout.top_k=0", "rollout.greedy=false",
@@ -151,6 +157,10 @@ def worker_trl(args: argparse.Namespace) -> dict:
     from searchrl.rewards import exact_match, extract_answer
 
     model, tokenizer = load_policy("default")  # float32: bf16=True below is autocast over fp32 weights, as ours
+    if args.train_layers is not None:  # the same trainable blocks as searchrl's train.train_layers
+        from searchrl.training.policy import freeze_below_top_layers
+
+        freeze_below_top_layers(model, args.train_layers, "--train-layers")
     protocol = ProtocolConfig(instruction=INSTRUCTION, use_chat_template=False, assistant_prefix=PREFIX)
     ordered = [q for batch in _questions(args) for q in batch]
     dataset = Dataset.from_dict({
@@ -278,6 +288,8 @@ def main() -> int:
     parser.add_argument("--gradient-checkpointing", type=int, choices=(0, 1), default=None)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads in each worker")
+    parser.add_argument("--train-layers", type=int, default=None,
+                        help="both sides train only the top N blocks (searchrl's train.train_layers; default: all)")
     parser.add_argument("--trl-stop-at-answer", action="store_true",
                         help=f"TRL also stops a completion at {STOP} (searchrl always does); default: EOS or budget")
     parser.add_argument("--unfused-adamw", action="store_true",
@@ -313,7 +325,7 @@ def main() -> int:
         "--max-tokens", str(args.max_tokens), "--lr", str(args.lr), "--temperature", str(args.temperature),
         "--bf16", str(int(args.bf16)), "--gradient-checkpointing", str(int(args.gradient_checkpointing)),
         "--seed", str(args.seed), "--threads", str(args.threads),
-    ] + (["--trl-stop-at-answer"] if args.trl_stop_at_answer else []) + (["--unfused-adamw"] if args.unfused_adamw else [])
+    ] + (["--train-layers", str(args.train_layers)] if args.train_layers is not None else []) + (["--trl-stop-at-answer"] if args.trl_stop_at_answer else []) + (["--unfused-adamw"] if args.unfused_adamw else [])
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
            "TOKENIZERS_PARALLELISM": "false"}
     names = [n for n in ("searchrl", "trl") if args.only in (None, n)]
@@ -346,7 +358,7 @@ def main() -> int:
     print(f"B={args.batch_size} G={args.group_size} mini={args.mini_batch_size} micro={args.micro_batch_size} "
           f"budget={args.max_tokens} tokens, bf16={args.bf16}, grad-ckpt={args.gradient_checkpointing}, "
           f"{args.rounds} rounds x {args.steps} steps, {args.threads} thread(s), TRL stops at {STOP}: "
-          f"{args.trl_stop_at_answer}" + (", searchrl with the unfused AdamW loop" if args.unfused_adamw else ""))
+          f"{args.trl_stop_at_answer}, trained blocks: {args.train_layers or 'all'}" + (", searchrl with the unfused AdamW loop" if args.unfused_adamw else ""))
     print(f"{'framework':<9} {'step s':>7} {'rollout s':>9} {'update s':>8} {'step CPU s':>10} {'rollout CPU':>11} "
           f"{'update CPU':>10} {'tokens':>6} {'RSS GB':>6}  (medians over {summary[names[0]]['measured_steps']} steps)")
     for name, r in summary.items():
