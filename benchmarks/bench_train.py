@@ -325,7 +325,10 @@ def main() -> int:
         "--max-tokens", str(args.max_tokens), "--lr", str(args.lr), "--temperature", str(args.temperature),
         "--bf16", str(int(args.bf16)), "--gradient-checkpointing", str(int(args.gradient_checkpointing)),
         "--seed", str(args.seed), "--threads", str(args.threads),
-    ] + (["--train-layers", str(args.train_layers)] if args.train_layers is not None else []) + (["--trl-stop-at-answer"] if args.trl_stop_at_answer else []) + (["--unfused-adamw"] if args.unfused_adamw else [])
+    ]
+    worker_args += ["--train-layers", str(args.train_layers)] if args.train_layers is not None else []
+    worker_args += ["--trl-stop-at-answer"] if args.trl_stop_at_answer else []
+    worker_args += ["--unfused-adamw"] if args.unfused_adamw else []
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
            "TOKENIZERS_PARALLELISM": "false"}
     names = [n for n in ("searchrl", "trl") if args.only in (None, n)]
