@@ -153,3 +153,13 @@ def test_algorithm_name_on_the_command_line_brings_that_algorithms_structure():
     assert load_config("demo", ["algorithm.name=grpo"]).algorithm["penalties"] == []
     both = load_config("demo", ["algorithm.name=grpo", "algorithm.penalties=[llds]"])
     assert both.algorithm["penalties"] == ["llds"]
+
+
+def test_overrides_may_come_before_and_after_options(capsys):
+    from searchrl.cli import main as cli_main
+
+    assert cli_main(["train", "train.steps=3", "--print-config", "train.lr=2e-5", "train.steps=4"]) == 0
+    out = capsys.readouterr().out
+    assert "steps: 4" in out and "lr: 2.0e-05" in out  # command-line order: the later train.steps wins
+    with pytest.raises(SystemExit):
+        cli_main(["train", "--print-config", "--no-such-flag"])

@@ -366,3 +366,18 @@ def test_training_with_frozen_lower_blocks_matches_the_uncached_run(tiny_model, 
         for key in a:
             if isinstance(a[key], float) and not math.isnan(a[key]):
                 assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), key
+
+
+def test_the_paired_gain_is_computed_per_question_and_worded_by_its_interval():
+    from searchrl.training.trainer import gain_verdict, paired_gain
+
+    start = {"per_question_em": {"world": {f"q{i}": float(i < 10) for i in range(40)}}}
+    up = {"per_question_em": {"world": {f"q{i}": float(i < 30) for i in range(40)}}}
+    g = paired_gain(start, up, seed=0)["world"]
+    assert g["em_gain"] == 0.5 and g["n"] == 40 and g["ci_low"] > 0
+    assert "a real gain" in gain_verdict(g)
+    same = paired_gain(start, {"per_question_em": {"world": {f"q{i}": float(i in range(1, 11)) for i in range(40)}}},
+                       seed=0)["world"]
+    assert same["em_gain"] == 0.0 and "within the 95% interval" in gain_verdict(same)
+    assert "a real loss" in gain_verdict(paired_gain(up, start, seed=0)["world"])
+    assert paired_gain(None, up, seed=0) == {}

@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("searchrl.training.cli_train", "train a search agent with RL (no arguments: the embedded demo)"),
     "sft": ("searchrl.training.cli_sft", "supervised warm start on oracle or collected trajectories"),
     "eval": ("searchrl.evaluation.cli", "evaluate an agent on QA benchmarks (EM, F1, bootstrap CIs)"),
+    "decisions": ("searchrl.evaluation.cli_decisions", "does a model know when to search again? compare models on it"),
     "compare": ("searchrl.training.cli_compare", "run several algorithms side by side and write a report"),
     "report": ("searchrl.training.cli_report", "write an HTML report with figures for run folders"),
     "index": ("searchrl.retrieval.cli_index", "build a BM25, dense or hybrid index over a corpus"),
@@ -43,7 +44,14 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # argparse takes one run of positionals only: dotted overrides after an option (`--limit 4 a.b=1`)
+        # arrive here, in command-line order, and join the command's overrides.
+        if hasattr(args, "overrides") and all("=" in a and not a.startswith("-") for a in extra):
+            args.overrides = [*args.overrides, *extra]
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "command", None):
         parser.print_help()
         return 0

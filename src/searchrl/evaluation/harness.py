@@ -364,6 +364,8 @@ def _record(dataset: str, traj: Trajectory, searches: float) -> dict:
     return {
         "dataset": dataset, "uid": q.uid, "question": q.question, "golden_answers": q.golden_answers,
         "type": q.metadata.get("type"), "answer": traj.answer,
+        # Searches the question needs, where its supporting documents are known (the synthetic world's are).
+        "hops": len(q.metadata["support_doc_ids"]) if q.metadata.get("support_doc_ids") else None,
         "em": float(x.get("em", 0.0)), "f1": float(x.get("f1", 0.0)), "cover_em": float(x.get("cover_em", 0.0)),
         "answer_in_retrieval": float(bool(x.get("answer_in_retrieval", False))), "searches": searches,
         "format_valid": float(bool(x.get("format_valid", False))), "finish_reason": traj.finish_reason,

@@ -475,6 +475,16 @@ def paired_gain(start: dict[str, Any] | None, final: dict[str, Any], *, seed: in
     return out
 
 
+def gain_verdict(gain: dict[str, Any]) -> str:
+    """Whether a paired gain (see :func:`paired_gain`) is beyond its 95% interval, in words."""
+    text = f"{gain['em_gain']:+.3f} [{gain['ci_low']:+.3f}, {gain['ci_high']:+.3f}] on {gain['n']} questions: "
+    if gain["ci_low"] > 0:
+        return text + "a real gain (the 95% interval excludes 0)"
+    if gain["ci_high"] < 0:
+        return text + "a real loss (the 95% interval excludes 0)"
+    return text + "within the 95% interval, so not distinguishable from no change"
+
+
 def print_summary(t: Trainer, summary: dict[str, Any]) -> None:
     from rich.table import Table
 
@@ -495,6 +505,9 @@ def print_summary(t: Trainer, summary: dict[str, Any]) -> None:
             for g in (summary["gain"].get(n) for n in t.val_names) if g
         ])
     t.logger.announce(table)
+    for name in t.val_names:
+        if summary["gain"].get(name):
+            t.logger.announce(f"RL gain on {name}: {gain_verdict(summary['gain'][name])}")
     for name in t.val_names:
         parts = []
         for key, label in labels.items():

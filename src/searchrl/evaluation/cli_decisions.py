@@ -1,0 +1,182 @@
+"""`searchrl decisions`: does a model know *when* to search again? Compare models on the same decisions.
+
+    searchrl decisions --model runs/sft --model runs/demo-sapo-seed0/final_model --out runs/decisions
+    searchrl decisions --model runs/x/checkpoints/step_000000 --model runs/x/checkpoints/step_000020
+    searchrl decisions --config my.yaml --model ./ckpt --limit 100
+
+The first model's greedy trajectories on the validation split give the decision points (after each observation:
+search again, or answer); every model is scored on those same contexts by teacher forcing. The prompt, budgets
+and data come from the config (default: the demo's), as in `searchrl train`. For each model it prints the mean
+log-odds of searching again per question type, how many decisions are right, the AUC between points that need
+another search and points that do not, and the best that one shared shift of the log-odds could do; for each
+later model, the change against the first. See `searchrl.evaluation.decisions` for the definitions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from searchrl.errors import SearchRLError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = __doc__.split("\n", 2)[2]
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="dotted config overrides")
+    parser.add_argument("-c", "--config", default=None, metavar="FILE", help="YAML config or packaged name (default: demo)")
+    parser.add_argument("--model", action="append", required=True, metavar="PATH",
+                        help="a model folder, a run's checkpoint folder (checkpoints/step_N) or 'default'; repeat "
+                             "to compare (the first one's trajectories give the contexts)")
+    parser.add_argument("--limit", type=int, default=None, help="questions (default: the config's val.max_questions)")
+    parser.add_argument("--batch-size", type=int, default=16, help="sequences per scoring forward (default %(default)s)")
+    parser.add_argument("--out", default=None, metavar="DIR", help="write decisions.json and decisions.png here")
+
+
+def load_model(spec: str) -> tuple[Any, Any]:
+    """A model folder or 'default' (as `searchrl eval`), or a run's checkpoint folder on its run's final_model/."""
+    from safetensors.torch import load_file
+
+    from searchrl.models import load_policy
+
+    path = Path(spec).expanduser()
+    if (path / "state.json").is_file() and (path / "weights.safetensors").is_file():
+        # The architecture and tokenizer: the run's exported model, else the model its config names.
+        run_dir = path.parent.parent
+        base: str | Path = run_dir / "final_model"
+        if not (Path(base) / "config.json").is_file():
+            import yaml
+
+            try:
+                base = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))["model"]["name"]
+            except (OSError, yaml.YAMLError, KeyError, TypeError):
+                raise SearchRLError(f"--model {spec}: a checkpoint folder, but its run has neither final_model/ nor "
+                                    "a config.yaml naming its model; pass a model folder instead") from None
+        model, tokenizer = load_policy(base)
+        tensors = load_file(str(path / "weights.safetensors"))
+        missing, unexpected = model.load_state_dict(tensors, strict=False)
+        tied = {n for n in missing if n.endswith("lm_head.weight")}
+        if unexpected or set(missing) - tied:
+            raise SearchRLError(f"--model {spec}: its weights do not fit model {base} (LoRA checkpoints hold adapters "
+                                "only: export the model instead)")
+        model.eval()
+        return model, tokenizer
+    return load_policy(spec)
+
+
+def main(args: argparse.Namespace) -> int:
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from rich.console import Console
+    from rich.table import Table
+
+    from searchrl.data import load_source
+    from searchrl.evaluation.decisions import (
+        compare_summaries,
+        decision_log_odds,
+        decision_points,
+        points_as_rows,
+        summarise_decisions,
+    )
+    from searchrl.evaluation.harness import evaluate
+    from searchrl.protocol import prompt_text
+    from searchrl.training.config import load_config
+
+    console = Console(stderr=True)
+    cfg = load_config(args.config, list(args.overrides))
+    if args.limit is not None and args.limit < 1:
+        raise SearchRLError(f"--limit must be >= 1, got {args.limit}")
+    sources = [load_source(s, split=cfg.data.val_split) for s in (cfg.data.val or (cfg.data.train,))]
+    model, tokenizer = load_model(args.model[0])
+    report = evaluate(model, tokenizer, sources, limit=args.limit or cfg.val.max_questions, protocol_cfg=cfg.protocol,
+                      rollout_cfg=cfg.rollout, batch_size=cfg.val.batch_size, seed=cfg.seed, progress=True)
+    prefix = cfg.protocol.assistant_prefix
+    prompts = {}
+    for r in report.records:
+        text = prompt_text(r["question"], cfg.protocol, tokenizer)
+        prompts[r["uid"]] = text[: len(text) - len(prefix)] if prefix else text
+    points = decision_points(report.records, prompts, cfg.rollout.max_turns)
+    if not points:
+        raise SearchRLError(f"--model {args.model[0]}: its greedy trajectories reached no decision point (no "
+                            f"observation before the last of rollout.max_turns={cfg.rollout.max_turns} searches)")
+    console.print(f"{len(points)} decision points from {len(report.records)} greedy trajectories of {args.model[0]}")
+
+    results = []
+    for i, spec in enumerate(args.model):
+        if i:
+            model, tokenizer = load_model(spec)
+        log_odds = decision_log_odds(model, tokenizer, [p.context for p in points], batch_size=args.batch_size)
+        results.append({"model": spec, "summary": summarise_decisions(points, log_odds.tolist()),
+                        "points": points_as_rows(points, log_odds.tolist())})
+    for r in results[1:]:
+        r["change"] = compare_summaries(results[0]["summary"], r["summary"])
+
+    groups = sorted(results[0]["summary"]["groups"])
+    table = Table(title="Search again or answer? log-odds of <search> over <answer> after an observation")
+    table.add_column("model")
+    for g in groups:
+        table.add_column(f"{g}: mean (searches)")
+    for col in ("right decisions", "AUC", "best with one shift"):
+        table.add_column(col)
+    for r in results:
+        s = r["summary"]
+        cells = [f"{s['groups'][g]['mean_log_odds']:+.2f} ({s['groups'][g]['search_share']:.0%})" for g in groups]
+        a = s["all"]
+        labelled = "labelled" in a
+        cells += [f"{a['correct']}/{a['labelled']}" if labelled else "-",
+                  f"{a['auc']:.3f}" if labelled and a.get("auc") is not None else "-",
+                  f"{a['best_shift_correct']} (δ {a['best_shift']:+.2f})" if labelled else "-"]
+        table.add_row(r["model"], *cells)
+    console.print(table)
+    for r in results[1:]:
+        c = r["change"]
+        per = ", ".join(f"{g} {v:+.2f}" for g, v in sorted(c["group_shift"].items()))
+        auc = "" if c["auc_change"] is None else f"; AUC {c['auc_change']:+.3f}"
+        console.print(f"{r['model']} against {results[0]['model']}: shared shift {c['shared_shift']:+.2f} "
+                      f"(per type: {per}){auc}")
+    if args.out:
+        out = Path(args.out).expanduser()
+        from searchrl.fileio import atomic_write_text
+
+        atomic_write_text(out / "decisions.json", json.dumps({"contexts_from": args.model[0], "results": results},
+                                                            indent=1))
+        plot_decisions(results, out / "decisions.png")
+        console.print(f"wrote {out / 'decisions.json'} and {out / 'decisions.png'}")
+    return 0
+
+
+def plot_decisions(results: list[dict[str, Any]], path: Path) -> None:
+    """One panel per model: the log-odds of each question type's decision points, split by whether they need a
+    further search (filled) or not (outlined); the threshold 0 is where greedy decoding flips."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from searchrl.fileio import atomic_write_bytes
+
+    fig = Figure(figsize=(4.2 * len(results), 3.4), layout="constrained")
+    axes = fig.subplots(1, len(results), squeeze=False, sharey=True)[0]
+    groups = sorted({p["group"] for p in results[0]["points"]})
+    for ax, r in zip(axes, results):
+        for y, g in enumerate(groups):
+            for need, style in ((True, {"color": "C0"}), (False, {"facecolors": "none", "edgecolors": "C3"}),
+                                (None, {"color": "grey"})):
+                xs = [p["log_odds"] for p in r["points"] if p["group"] == g and p["needs_search"] is need]
+                if xs:
+                    # A deterministic jitter keeps overlapping points visible.
+                    ys = [y + 0.3 * ((k * 0.618) % 1 - 0.5) for k in range(len(xs))]
+                    ax.scatter(xs, ys, s=10, linewidths=0.8, **style)
+        ax.axvline(0.0, color="black", linewidth=0.8)
+        ax.set_yticks(range(len(groups)), groups)
+        ax.set_xlabel("log π(<search>) − log π(<answer>)")
+        ax.set_title(Path(r["model"]).name or r["model"], fontsize=9)
+    fig.suptitle("filled: the point needs another search; outlined: it does not; greedy decoding searches right of 0",
+                 fontsize=8)
+    import io
+
+    buf = io.BytesIO()
+    FigureCanvasAgg(fig).print_png(buf)
+    atomic_write_bytes(path, buf.getvalue())
