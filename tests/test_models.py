@@ -112,3 +112,28 @@ def test_default_model_loads_offline_from_the_converted_cache():
     ids = torch.tensor([tok.encode(prompt)])
     out = model.generate(ids, max_new_tokens=12, do_sample=False)
     assert "Paris" in tok.decode(out[0, ids.shape[1]:])
+
+
+def test_a_runs_checkpoint_folders_load_with_their_weights(tiny_dir, tmp_path):
+    from safetensors.torch import save_file
+
+    from searchrl.errors import SearchRLError
+
+    model, _ = load_policy(tiny_dir)
+    state = {k: v.clone() for k, v in model.state_dict().items() if not k.endswith("lm_head.weight")}
+    state["model.norm.weight"] = state["model.norm.weight"] + 1.0
+    run = tmp_path / "run"
+    (run / "checkpoints" / "step_000004").mkdir(parents=True)
+    save_file(state, str(run / "checkpoints" / "step_000004" / "weights.safetensors"))
+    (run / "checkpoints" / "step_000004" / "state.json").write_text("{}")
+    (run / "config.yaml").write_text(f"model:\n  name: {tiny_dir}\n")
+    (run / "checkpoints" / "best.json").write_text('{"score": 0.5, "step": 4}')
+    for spec in (run / "checkpoints" / "step_000004", run / "checkpoints" / "best"):
+        loaded, tok = load_policy(spec)
+        assert torch.equal(loaded.model.norm.weight, state["model.norm.weight"]) and tok.pad_token_id is not None
+    (run / "checkpoints" / "best.json").write_text('{"score": 0.5, "step": 9}')
+    with pytest.raises(SearchRLError, match="names step 9"):
+        load_policy(run / "checkpoints" / "best")
+    save_file({"base_model.lora_A": torch.zeros(2)}, str(run / "checkpoints" / "step_000004" / "weights.safetensors"))
+    with pytest.raises(SearchRLError, match="adapters only"):
+        load_policy(run / "checkpoints" / "step_000004")

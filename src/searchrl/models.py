@@ -162,8 +162,9 @@ def load_policy(
     """Load a causal LM and its tokenizer, offline, in eval mode.
 
     `name_or_path` is one of: `"default"` / `"smollm2-135m-instruct"` (the embedded default, converted once to the
-    cache), a local Hugging Face folder (with `config.json`), or a `.gguf` file (de-quantised to `dtype`).
-    `dtype` defaults to float32. The tokenizer gets a pad token (its EOS) if it has none.
+    cache), a local Hugging Face folder (with `config.json`), a `.gguf` file (de-quantised to `dtype`), or a
+    training run's checkpoint folder (`RUN/checkpoints/step_000020`, or `RUN/checkpoints/best` for the best by
+    validation EM). `dtype` defaults to float32. The tokenizer gets a pad token (its EOS) if it has none.
     """
     import torch
     from transformers import AutoModelForCausalLM
@@ -171,6 +172,9 @@ def load_policy(
     dtype = torch.float32 if dtype is None else dtype
     _offline()
     name = str(name_or_path)
+    checkpoint = _run_checkpoint(Path(name).expanduser())
+    if checkpoint is not None:
+        return _load_run_checkpoint(checkpoint, dtype)
     if name in DEFAULT_MODEL_ALIASES:
         path = ensure_default_model()
     else:
@@ -194,6 +198,51 @@ def load_policy(
         tokenizer = _load_tokenizer(path)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
+    model.eval()
+    return model, tokenizer
+
+
+def _run_checkpoint(path: Path) -> Path | None:
+    """The checkpoint folder `path` names (`checkpoints/best` resolved through best.json), or None if it names none."""
+    from searchrl.training.checkpoint import BEST_FILE, checkpoint_dir
+
+    if path.name == "best" and not path.exists() and (path.parent / BEST_FILE).is_file():
+        try:
+            step = int(json.loads((path.parent / BEST_FILE).read_text())["step"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SearchRLError(f"{path.parent / BEST_FILE}: unreadable ({exc})") from None
+        path = checkpoint_dir(path.parent.parent, step)
+        if not path.is_dir():
+            raise SearchRLError(f"{path.parent / BEST_FILE} names step {step}, but {path} was pruned or never written")
+    if (path / "state.json").is_file() and (path / "weights.safetensors").is_file():
+        return path
+    return None
+
+
+def _load_run_checkpoint(folder: Path, dtype: Any) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """A checkpoint's weights on its run's architecture: the run's final_model/, else the model its config names."""
+    from safetensors.torch import load_file
+
+    run_dir = folder.parent.parent
+    base: str | Path = run_dir / "final_model"
+    if not (Path(base) / "config.json").is_file():
+        import yaml
+
+        try:
+            base = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))["model"]["name"]
+        except (OSError, yaml.YAMLError, KeyError, TypeError):
+            raise SearchRLError(f"{folder}: a checkpoint folder, but its run has neither final_model/ nor a "
+                                "config.yaml naming its model; pass a model folder instead") from None
+    model, tokenizer = load_policy(base, dtype=dtype)
+    try:
+        tensors = load_file(str(folder / "weights.safetensors"))
+    except Exception as exc:  # safetensors raises its own error types for truncated or foreign files
+        raise SearchRLError(f"{folder / 'weights.safetensors'}: not a readable safetensors file ({exc})") from None
+    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    tied = {n for n in missing if n.endswith("lm_head.weight") and model.config.tie_word_embeddings}
+    if unexpected or set(missing) - tied:
+        raise SearchRLError(f"{folder}: its weights do not fit the model {base} (a LoRA run's checkpoints hold "
+                            "adapters only: evaluate its final_model/ instead)")
     model.eval()
     return model, tokenizer
 

@@ -28,42 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="dotted config overrides")
     parser.add_argument("-c", "--config", default=None, metavar="FILE", help="YAML config or packaged name (default: demo)")
     parser.add_argument("--model", action="append", required=True, metavar="PATH",
-                        help="a model folder, a run's checkpoint folder (checkpoints/step_N) or 'default'; repeat "
+                        help="a model folder, a run's checkpoint folder (checkpoints/step_N, checkpoints/best) or 'default'; repeat "
                              "to compare (the first one's trajectories give the contexts)")
     parser.add_argument("--limit", type=int, default=None, help="questions (default: the config's val.max_questions)")
     parser.add_argument("--batch-size", type=int, default=16, help="sequences per scoring forward (default %(default)s)")
     parser.add_argument("--out", default=None, metavar="DIR", help="write decisions.json and decisions.png here")
-
-
-def load_model(spec: str) -> tuple[Any, Any]:
-    """A model folder or 'default' (as `searchrl eval`), or a run's checkpoint folder on its run's final_model/."""
-    from safetensors.torch import load_file
-
-    from searchrl.models import load_policy
-
-    path = Path(spec).expanduser()
-    if (path / "state.json").is_file() and (path / "weights.safetensors").is_file():
-        # The architecture and tokenizer: the run's exported model, else the model its config names.
-        run_dir = path.parent.parent
-        base: str | Path = run_dir / "final_model"
-        if not (Path(base) / "config.json").is_file():
-            import yaml
-
-            try:
-                base = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))["model"]["name"]
-            except (OSError, yaml.YAMLError, KeyError, TypeError):
-                raise SearchRLError(f"--model {spec}: a checkpoint folder, but its run has neither final_model/ nor "
-                                    "a config.yaml naming its model; pass a model folder instead") from None
-        model, tokenizer = load_policy(base)
-        tensors = load_file(str(path / "weights.safetensors"))
-        missing, unexpected = model.load_state_dict(tensors, strict=False)
-        tied = {n for n in missing if n.endswith("lm_head.weight")}
-        if unexpected or set(missing) - tied:
-            raise SearchRLError(f"--model {spec}: its weights do not fit model {base} (LoRA checkpoints hold adapters "
-                                "only: export the model instead)")
-        model.eval()
-        return model, tokenizer
-    return load_policy(spec)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -83,6 +52,7 @@ def main(args: argparse.Namespace) -> int:
         summarise_decisions,
     )
     from searchrl.evaluation.harness import evaluate
+    from searchrl.models import load_policy
     from searchrl.protocol import prompt_text
     from searchrl.training.config import load_config
 
@@ -91,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise SearchRLError(f"--limit must be >= 1, got {args.limit}")
     sources = [load_source(s, split=cfg.data.val_split) for s in (cfg.data.val or (cfg.data.train,))]
-    model, tokenizer = load_model(args.model[0])
+    model, tokenizer = load_policy(args.model[0])
     report = evaluate(model, tokenizer, sources, limit=args.limit or cfg.val.max_questions, protocol_cfg=cfg.protocol,
                       rollout_cfg=cfg.rollout, batch_size=cfg.val.batch_size, seed=cfg.seed, progress=True)
     prefix = cfg.protocol.assistant_prefix
@@ -108,7 +78,7 @@ def main(args: argparse.Namespace) -> int:
     results = []
     for i, spec in enumerate(args.model):
         if i:
-            model, tokenizer = load_model(spec)
+            model, tokenizer = load_policy(spec)
         log_odds = decision_log_odds(model, tokenizer, [p.context for p in points], batch_size=args.batch_size)
         results.append({"model": spec, "summary": summarise_decisions(points, log_odds.tolist()),
                         "points": points_as_rows(points, log_odds.tolist())})
