@@ -100,13 +100,14 @@ def main(args: argparse.Namespace) -> int:
         cells += [f"{a['correct']}/{a['labelled']}" if labelled else "-",
                   f"{a['auc']:.3f}" if labelled and a.get("auc") is not None else "-",
                   f"{a['best_shift_correct']} (δ {a['best_shift']:+.2f})" if labelled else "-"]
-        table.add_row(r["model"], *cells)
+        table.add_row(short_name(r["model"]), *cells)
     console.print(table)
     for r in results[1:]:
         c = r["change"]
         per = ", ".join(f"{g} {v:+.2f}" for g, v in sorted(c["group_shift"].items()))
         auc = "" if c["auc_change"] is None else f"; AUC {c['auc_change']:+.3f}"
-        console.print(f"{r['model']} against {results[0]['model']}: shared shift {c['shared_shift']:+.2f} "
+        console.print(f"{short_name(r['model'])} against {short_name(results[0]['model'])}: shared shift "
+                      f"{c['shared_shift']:+.2f} "
                       f"(per type: {per}){auc}")
     if args.out:
         out = Path(args.out).expanduser()
@@ -117,6 +118,12 @@ def main(args: argparse.Namespace) -> int:
         plot_decisions(results, out / "decisions.png")
         console.print(f"wrote {out / 'decisions.json'} and {out / 'decisions.png'}")
     return 0
+
+
+def short_name(spec: str) -> str:
+    """A model's label: its last two path parts (`run/final_model`, `checkpoints/step_000020`)."""
+    parts = Path(spec).parts
+    return "/".join(parts[-2:]) if len(parts) > 1 else spec
 
 
 def plot_decisions(results: list[dict[str, Any]], path: Path) -> None:
@@ -142,7 +149,7 @@ def plot_decisions(results: list[dict[str, Any]], path: Path) -> None:
         ax.axvline(0.0, color="black", linewidth=0.8)
         ax.set_yticks(range(len(groups)), groups)
         ax.set_xlabel("log π(<search>) − log π(<answer>)")
-        ax.set_title(Path(r["model"]).name or r["model"], fontsize=9)
+        ax.set_title(short_name(r["model"]), fontsize=9)
     fig.suptitle("filled: the point needs another search; outlined: it does not; greedy decoding searches right of 0",
                  fontsize=8)
     import io
