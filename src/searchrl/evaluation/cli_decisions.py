@@ -86,12 +86,13 @@ def main(args: argparse.Namespace) -> int:
         r["change"] = compare_summaries(results[0]["summary"], r["summary"])
 
     groups = sorted(results[0]["summary"]["groups"])
-    table = Table(title="Search again or answer? log-odds of <search> over <answer> after an observation")
-    table.add_column("model")
+    table = Table(title="Search again or answer? Per type: mean log-odds of <search> over <answer> after an "
+                        "observation (share that searches); right decisions, AUC, best with one shared shift δ")
+    table.add_column("model", overflow="fold")
     for g in groups:
-        table.add_column(f"{g}: mean (searches)")
-    for col in ("right decisions", "AUC", "best with one shift"):
-        table.add_column(col)
+        table.add_column(g, overflow="fold")
+    for col in ("right", "AUC", "best (δ)"):
+        table.add_column(col, overflow="fold")
     for r in results:
         s = r["summary"]
         cells = [f"{s['groups'][g]['mean_log_odds']:+.2f} ({s['groups'][g]['search_share']:.0%})" for g in groups]
