@@ -238,11 +238,13 @@ def _load_run_checkpoint(folder: Path, dtype: Any) -> tuple[PreTrainedModel, Pre
         tensors = load_file(str(folder / "weights.safetensors"))
     except Exception as exc:  # safetensors raises its own error types for truncated or foreign files
         raise SearchRLError(f"{folder / 'weights.safetensors'}: not a readable safetensors file ({exc})") from None
-    missing, unexpected = model.load_state_dict(tensors, strict=False)
-    tied = {n for n in missing if n.endswith("lm_head.weight") and model.config.tie_word_embeddings}
-    if unexpected or set(missing) - tied:
+    from searchrl.training.checkpoint import load_trainable_state
+
+    try:
+        load_trainable_state(model, tensors, folder / "weights.safetensors")
+    except SearchRLError:
         raise SearchRLError(f"{folder}: its weights do not fit the model {base} (a LoRA run's checkpoints hold "
-                            "adapters only: evaluate its final_model/ instead)")
+                            "adapters only: evaluate its final_model/ instead)") from None
     model.eval()
     return model, tokenizer
 
