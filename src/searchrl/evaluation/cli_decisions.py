@@ -43,7 +43,6 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from searchrl.data import load_source
     from searchrl.evaluation.decisions import (
         compare_summaries,
         decision_log_odds,
@@ -55,12 +54,13 @@ def main(args: argparse.Namespace) -> int:
     from searchrl.models import load_policy
     from searchrl.protocol import prompt_text
     from searchrl.training.config import load_config
+    from searchrl.training.trainer import validation_sources
 
     console = Console(stderr=True)
     cfg = load_config(args.config, list(args.overrides))
     if args.limit is not None and args.limit < 1:
         raise SearchRLError(f"--limit must be >= 1, got {args.limit}")
-    sources = [load_source(s, split=cfg.data.val_split) for s in (cfg.data.val or (cfg.data.train,))]
+    sources = validation_sources(cfg)
     model, tokenizer = load_policy(args.model[0])
     report = evaluate(model, tokenizer, sources, limit=args.limit or cfg.val.max_questions, protocol_cfg=cfg.protocol,
                       rollout_cfg=cfg.rollout, batch_size=cfg.val.batch_size, seed=cfg.seed, progress=True)

@@ -60,7 +60,7 @@ def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False) -> di
     from searchrl.data import load_source
     from searchrl.models import load_policy
     from searchrl.training.checkpoint import atomic_write_json
-    from searchrl.training.trainer import build_retriever
+    from searchrl.training.trainer import build_retriever, validation_sources
     from searchrl.training.policy import export_policy, prepare_for_training
     from searchrl.training.sft import oracle_trajectories, read_trajectories, run_sft
 
@@ -83,7 +83,7 @@ def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False) -> di
     def evaluate_now(label: str) -> dict:
         from searchrl.evaluation.harness import evaluate
 
-        report = evaluate(model, tokenizer, [load_source(s, split=cfg.data.val_split) for s in (cfg.data.val or (cfg.data.train,))],
+        report = evaluate(model, tokenizer, validation_sources(cfg),
                           limit=cfg.val.max_questions, protocol_cfg=cfg.protocol, rollout_cfg=cfg.rollout,
                           batch_size=cfg.val.batch_size, seed=cfg.seed, progress=True)
         model.train()

@@ -262,7 +262,7 @@ class Trainer:
             raise SearchRLError(f"data.train: '{cfg.data.train}' ({cfg.data.train_split}) has no questions")
         self.train_source = train_source
         self.sampler = QuestionSampler(questions, cfg.train.batch_size, cfg.seed)
-        self.val_sources = [load_source(s, split=cfg.data.val_split) for s in (cfg.data.val or (cfg.data.train,))]
+        self.val_sources = validation_sources(cfg)
         self.retriever = build_retriever(cfg, train_source)
         self.val_retrievers = {
             s.name: self.retriever for s in self.val_sources
@@ -389,6 +389,13 @@ class Trainer:
         """The model-selection score of a validation: mean EM over its datasets."""
         ems = [entry["em"] for entry in result["datasets"].values() if not math.isnan(entry.get("em", NAN))]
         return sum(ems) / len(ems) if ems else NAN
+
+
+def validation_sources(cfg: Any) -> list:
+    """The sources validated on: `data.val`, or else the training source, each at `data.val_split`."""
+    from searchrl.data import load_source
+
+    return [load_source(s, split=cfg.data.val_split) for s in (cfg.data.val or (cfg.data.train,))]
 
 
 def build_retriever(cfg: Any, source: Any) -> Any:
