@@ -1,4 +1,4 @@
-"""Shared fixtures. Tests may read the real QA samples in ../shared/data; the product never needs them."""
+"""Shared fixtures. Real QA samples ship in tests/fixtures/qa, so no test depends on anything beside the clone."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("SEARCHRL_SHARED_DATA", REPO.parent / "shared" / "data"))
+QA_SAMPLES = Path(os.environ.get("SEARCHRL_TEST_DATA", REPO / "tests" / "fixtures" / "qa"))
 
 # Two cores: keep torch from oversubscribing when several tests run in one process.
 os.environ.setdefault("OMP_NUM_THREADS", "2")
@@ -17,8 +17,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """The folder of real QA samples (nq_oracle, hotpotqa_distractor, musique)."""
-    if not (SHARED_DATA / "nq_oracle" / "corpus.jsonl").exists():
-        pytest.skip(f"shared data not found at {SHARED_DATA}")
-    return SHARED_DATA
+def qa_samples() -> Path:
+    """The folder of real QA samples shipped with the tests (nq_oracle, hotpotqa_distractor; see its README).
+
+    Never skips: a missing folder is a broken checkout, and fails loudly.
+    """
+    corpus = QA_SAMPLES / "nq_oracle" / "corpus.jsonl"
+    assert corpus.is_file(), f"test data missing: {corpus} (tests/fixtures/qa ships with the repository)"
+    return QA_SAMPLES

@@ -267,11 +267,11 @@ def test_sampling_follows_the_distribution():
 
 
 @pytest.mark.slow
-def test_real_smollm2_with_bm25_over_nq(shared_data, tmp_path):
+def test_real_smollm2_with_bm25_over_nq(qa_samples, tmp_path):
     """The default model, a real BM25 index over the NQ sample, a batch of multi-turn trajectories."""
     model, tok = load_policy("default")
-    retriever = _bm25_retriever(shared_data / "nq_oracle" / "corpus.jsonl", tmp_path)
-    rows = [json.loads(line) for line in (shared_data / "nq_oracle" / "questions.jsonl").open()][:3]
+    retriever = _bm25_retriever(qa_samples / "nq_oracle" / "corpus.jsonl", tmp_path)
+    rows = [json.loads(line) for line in (qa_samples / "nq_oracle" / "questions.jsonl").open()][:3]
     questions = [Question(str(r["id"]), r["question"], list(r["golden_answers"]), "nq") for r in rows]
     # The 135M model needs scaffolding to act: a one-shot demo and its first action opened (cpu-feasibility §1).
     protocol = ProtocolConfig(
