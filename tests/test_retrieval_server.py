@@ -1,14 +1,19 @@
 """The retrieval server and client over real HTTP: `searchrl serve` as a subprocess on a free loopback port.
 
-Every endpoint, every request limit and bad input, Search-R1's client code against our server, concurrent
-clients, a failing retriever (500, and the server keeps serving), and the client's retries against a server
-that is stopped.
+Every endpoint, every request limit and bad input (oversized chunked and declared bodies over a raw socket,
+deeply nested JSON), the bearer token, Search-R1's client code against our server, concurrent clients, a
+failing retriever (500, and the server keeps serving), and the client's retries against a server that is
+stopped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import queue
+import select
+import socket
 import subprocess
 import sys
 import threading
@@ -21,9 +26,9 @@ import httpx
 import pytest
 
 from searchrl.cli import main as cli_main
-from searchrl.errors import RetrievalError
+from searchrl.errors import ConfigError, RetrievalError
 from searchrl.retrieval import Hit, RemoteRetriever, build_index, load_index, load_retriever, render_hits
-from searchrl.retrieval.server import ServerLimits, bind_socket, create_app
+from searchrl.retrieval.server import ServerLimits, bind_socket, create_app, is_loopback
 
 SEARCHRL = Path(sys.executable).parent / "searchrl"
 
@@ -40,9 +45,9 @@ def searchr1_passages2string(retrieval_result: list[dict]) -> str:
 
 
 @pytest.fixture(scope="module")
-def index_dir(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def index_dir(qa_samples: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("serve") / "bm25"
-    assert cli_main(["index", "build", "--corpus", str(shared_data / "nq_oracle" / "corpus.jsonl"), "--kind", "bm25",
+    assert cli_main(["index", "build", "--corpus", str(qa_samples / "nq_oracle" / "corpus.jsonl"), "--kind", "bm25",
                      "--out", str(out), "--quiet"]) == 0
     return out
 
@@ -52,9 +57,9 @@ def local(index_dir: Path):
     return load_index(index_dir)
 
 
-def _start_server(*args: str) -> tuple[subprocess.Popen, str]:
+def _start_server(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([str(SEARCHRL), "serve", *args, "--port", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, env=env)
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
     seen = []
@@ -136,6 +141,9 @@ def test_retrieve_matches_search_r1_shapes(http: httpx.Client, local) -> None:
     (b'{"queries": ["a"], "topk": 2.5}', 422, "field 'topk' must be an integer or null"),
     (b'{"queries": ["a"], "topk": true}', 422, "field 'topk' must be an integer or null"),
     (b'{"queries": ["a"], "return_scores": "yes"}', 422, "field 'return_scores' must be true or false"),
+    (b"[" * 100_000, 400, "nests JSON too deeply"),  # was a 500 (RecursionError)
+    (b'{"queries": [' * 50_000, 400, "nests JSON too deeply"),
+    (b'{"queries": ["a"], "topk": ' + b"9" * 5000 + b"}", 400, "not valid JSON"),  # was a 500 (int digit limit)
 ])
 def test_bad_requests_get_clear_4xx(http: httpx.Client, payload: bytes, status: int, message: str) -> None:
     response = http.post("/retrieve", content=payload, headers={"content-type": "application/json"})
@@ -219,25 +227,33 @@ class FlakyRetriever:
         return self.inner.search(queries, topk)
 
 
-@pytest.fixture()
-def flaky_server(local) -> Iterator[tuple[str, FlakyRetriever]]:
+@contextlib.contextmanager
+def _app_server(retriever, limits: ServerLimits | None = None, token: str | None = None) -> Iterator[str]:
+    """`create_app` under uvicorn in a thread on a free loopback port (cheaper than a `searchrl serve` process)."""
     import uvicorn
 
-    flaky = FlakyRetriever(local)
-    app = create_app(flaky, ServerLimits())
+    app = create_app(retriever, limits or ServerLimits(), token=token)
     sock = bind_socket("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(app, log_level="critical"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     deadline = time.time() + 20
     while not server.started and time.time() < deadline:
         time.sleep(0.05)
-    yield url, flaky
-    server.should_exit = True
-    thread.join(timeout=10)
-    app.state.batcher.close()
-    sock.close()
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        app.state.batcher.close()
+        sock.close()
+
+
+@pytest.fixture()
+def flaky_server(local) -> Iterator[tuple[str, FlakyRetriever]]:
+    flaky = FlakyRetriever(local)
+    with _app_server(flaky) as url:
+        yield url, flaky
 
 
 def test_retriever_error_answers_500_and_server_keeps_serving(flaky_server: tuple[str, FlakyRetriever]) -> None:
@@ -274,7 +290,133 @@ def test_cli_index_info_search_and_errors(index_dir: Path, tmp_path: Path, capsy
     assert "no index, corpus or URL" in capsys.readouterr().err
 
 
-def test_build_index_shows_progress(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    build_index(shared_data / "nq_oracle" / "corpus.jsonl", "bm25", tmp_path / "i", show_progress=True)
+def test_build_index_shows_progress(qa_samples: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    build_index(qa_samples / "nq_oracle" / "corpus.jsonl", "bm25", tmp_path / "i", show_progress=True)
     err = capsys.readouterr().err
     assert "indexed corpus.jsonl (bm25)" in err and "989 docs" in err
+
+
+# ------------------------------------------------------------------------------------------ hostile clients
+
+SMALL_LIMIT = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def small_limit_server(local) -> Iterator[str]:
+    with _app_server(local, ServerLimits(max_body_bytes=SMALL_LIMIT)) as url:
+        yield url
+
+
+def _raw_post(url: str, headers: list[str], body_bytes: int = 0, chunk: int = 64 * 1024) -> tuple[bytes, int]:
+    """POST /retrieve over a raw socket with ``headers``; with ``body_bytes``, send that much chunked body but
+    stop as soon as the server answers or closes. Returns (the server's bytes up to its close, body bytes sent)."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 256 * 1024)  # bounds what the kernel buffers on our side
+    head = ["POST /retrieve HTTP/1.1", f"Host: {host}", "Content-Type: application/json", *headers]
+    sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+    piece = f"{chunk:x}\r\n".encode() + b" " * chunk + b"\r\n"  # whitespace: a valid start of a JSON body
+    sent = 0
+    try:
+        while sent < body_bytes:
+            if select.select([sock], [], [], 0)[0]:
+                break  # the server answered (or closed) while the body was still being sent
+            sock.sendall(piece)
+            sent += chunk
+        if sent >= body_bytes and body_bytes:
+            sock.sendall(b"0\r\n\r\n")
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server closed the connection without reading the rest: what the limit asks for
+    answer = b""
+    with contextlib.suppress(ConnectionResetError, TimeoutError):
+        while data := sock.recv(65536):
+            answer += data
+    sock.close()
+    return answer, sent
+
+
+def _status_and_detail(answer: bytes) -> tuple[int, str]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)["detail"]
+
+
+def test_chunked_body_over_the_limit_is_refused_before_it_is_read(small_limit_server: str) -> None:
+    """A chunked body has no Content-Length: the server counts it as it arrives and stops at the limit (it used
+    to read the whole body, e.g. 400 MiB, before answering 413)."""
+    total = 32 * SMALL_LIMIT
+    answer, sent = _raw_post(small_limit_server, ["Transfer-Encoding: chunked"], body_bytes=total)
+    # The answer came while the client was still sending: at most the limit plus the sockets' buffers was sent.
+    assert sent < total // 4, f"the client sent {sent} of {total} bytes before the server answered"
+    status, detail = _status_and_detail(answer)
+    assert status == 413 and f"request body has more than {SMALL_LIMIT} bytes; at most {SMALL_LIMIT}" in detail
+    assert b"connection: close" in answer.lower()
+    ok = httpx.post(small_limit_server + "/retrieve", json={"queries": QUERIES})
+    assert ok.status_code == 200 and len(ok.json()["result"]) == 2
+    assert httpx.get(small_limit_server + "/health").json()["rejected"]["413"] >= 1
+
+
+def test_declared_body_over_the_limit_is_refused_at_once(small_limit_server: str) -> None:
+    """A Content-Length over the limit: 413 before any body byte, and the connection is closed rather than
+    kept open to drain a body the server will not read."""
+    start = time.perf_counter()
+    answer, _ = _raw_post(small_limit_server, [f"Content-Length: {8 * SMALL_LIMIT}"])
+    status, detail = _status_and_detail(answer)
+    assert status == 413 and f"request body has {8 * SMALL_LIMIT} bytes; at most {SMALL_LIMIT}" in detail
+    assert time.perf_counter() - start < 5  # recv returned: the server closed without waiting for the body
+    # At the limit exactly, the request is read and answered.
+    body = json.dumps({"queries": ["nobel prize"]}).encode()
+    padded = body + b" " * (SMALL_LIMIT - len(body))
+    assert httpx.post(small_limit_server + "/retrieve", content=padded).status_code == 200
+    assert httpx.post(small_limit_server + "/retrieve", content=padded + b" ").status_code == 413
+
+
+def test_token_guards_retrieve_and_the_client_sends_it(local, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SEARCHRL_SERVE_TOKEN", raising=False)
+    with _app_server(local, token="s3cret-token") as url:
+        missing = httpx.post(url + "/retrieve", json={"queries": QUERIES})
+        assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
+        assert "requires a token: send the header 'Authorization: Bearer TOKEN'" in missing.json()["detail"]
+        for header in ("Bearer wrong", "Basic czNjcmV0LXRva2Vu", "Bearer s3cret-token-and-more"):
+            wrong = httpx.post(url + "/retrieve", json={"queries": QUERIES}, headers={"Authorization": header})
+            assert wrong.status_code == 401, header
+        ok = httpx.post(url + "/retrieve", json={"queries": QUERIES},
+                        headers={"Authorization": "Bearer s3cret-token"})
+        assert ok.status_code == 200 and len(ok.json()["result"]) == 2
+        health = httpx.get(url + "/health").json()  # open: no passage, no query in it
+        assert health["token_required"] is True and health["rejected"]["401"] == 4
+        # The client: without a token it fails at once, naming the fix; with one (argument or variable) it works.
+        with pytest.raises(RetrievalError, match=r"rejected the request with 401: .*SEARCHRL_SERVE_TOKEN"):
+            RemoteRetriever(url, retries=3, backoff=5.0).search(QUERIES)
+        remote = load_retriever(url, cache=False, token="s3cret-token")
+        assert remote.search(QUERIES, topk=3) == local.search(QUERIES, topk=3)
+        monkeypatch.setenv("SEARCHRL_SERVE_TOKEN", "s3cret-token")
+        assert len(RemoteRetriever(url).search(QUERIES)) == 2
+        with pytest.raises(RetrievalError, match="wrong bearer token"):
+            RemoteRetriever(url, token="other").search(QUERIES)
+    with pytest.raises(ConfigError, match="the server token is empty"):
+        create_app(local, token=" ")
+
+
+def test_cli_serve_reads_the_token_from_the_environment(index_dir: Path) -> None:
+    proc, url = _start_server("--index", str(index_dir), env={**os.environ, "SEARCHRL_SERVE_TOKEN": "from-env"})
+    try:
+        assert httpx.post(url + "/retrieve", json={"queries": QUERIES}).status_code == 401
+        assert len(RemoteRetriever(url, token="from-env").search(QUERIES)) == 2
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_serve_warns_when_reachable_from_other_machines_without_a_token(index_dir: Path) -> None:
+    assert all(is_loopback(h) for h in ("127.0.0.1", "127.0.0.5", "::1", "[::1]", "localhost"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "192.0.2.1", "no-such-host.invalid"))
+    # 192.0.2.1 (TEST-NET-1) is no address of this machine: the warning is logged, then binding fails (exit 2),
+    # so nothing is ever exposed by this test.
+    env = {k: v for k, v in os.environ.items() if k != "SEARCHRL_SERVE_TOKEN"}
+    for extra, warned in (([], True), (["--token", "t0ken"], False)):
+        done = subprocess.run([str(SEARCHRL), "serve", "--index", str(index_dir), "--host", "192.0.2.1", "--port", "0",
+                               *extra], capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 2 and "cannot listen on 192.0.2.1:0" in done.stderr, done.stderr
+        warning = "warning: listening on 192.0.2.1, which other machines can reach, without a token"
+        assert (warning in done.stderr) == warned
+        assert "Traceback" not in done.stderr

@@ -1,6 +1,7 @@
 """`searchrl serve`: serve an index over HTTP with Search-R1's ``POST /retrieve`` API.
 
     searchrl serve --index DIR [--host 127.0.0.1] [--port 8000] [--topk 3] [--cache-size N | --no-cache]
+                   [--token TOKEN]   (or $SEARCHRL_SERVE_TOKEN: POST /retrieve then needs "Authorization: Bearer TOKEN")
 
 Point Search-R1 (``retriever.url=http://127.0.0.1:8000/retrieve``) or searchrl (``load_retriever(URL)``) at it.
 """
@@ -22,12 +23,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"query cache entries (default {DEFAULT_CACHE_SIZE})")
     parser.add_argument("--no-cache", action="store_true", help="no query cache")
     parser.add_argument("--workers", type=int, default=1, help="search threads (default 1; each batches the queue)")
+    parser.add_argument("--token", default=None,
+                        help="require 'Authorization: Bearer TOKEN' on POST /retrieve (default $SEARCHRL_SERVE_TOKEN, "
+                             "which keeps the token out of the process list; GET /health stays open)")
     parser.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
                         help="uvicorn log level (default warning)")
 
 
 def main(args: argparse.Namespace) -> int:
+    import os
+
     from searchrl.errors import ConfigError
+    from searchrl.retrieval.client import TOKEN_ENV
     from searchrl.retrieval.index import load_retriever
     from searchrl.retrieval.server import ServerLimits, serve
 
@@ -35,6 +42,8 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"--topk must be between 1 and --max-topk ({args.max_topk}), got {args.topk}")
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be between 0 and 65535, got {args.port}")
+    # An empty variable counts as unset; an empty --token is an error (create_app says so).
+    token = args.token if args.token is not None else (os.environ.get(TOKEN_ENV) or None)
     retriever = load_retriever(args.index, cache=not args.no_cache, cache_size=args.cache_size)
     kind = getattr(retriever, "kind", "?")
     num_docs = getattr(retriever, "num_docs", "?")
@@ -44,5 +53,5 @@ def main(args: argparse.Namespace) -> int:
         print(f"searchrl serve: listening on {url} (POST {url}/retrieve, GET {url}/health)", flush=True)
 
     serve(retriever, args.host, args.port, limits=ServerLimits(default_topk=args.topk, max_topk=args.max_topk),
-          workers=args.workers, on_ready=ready, log_level=args.log_level)
+          workers=args.workers, token=token, on_ready=ready, log_level=args.log_level)
     return 0

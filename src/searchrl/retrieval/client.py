@@ -2,11 +2,13 @@
 
 Pooled HTTP connections (httpx), a timeout per request, and retries with exponential backoff on connection
 errors, timeouts and 5xx answers. After its retries it raises `RetrievalError` naming the URL and the cause;
-a 4xx answer (a request the server rejects) is not retried.
+a 4xx answer (a request the server rejects) is not retried. A server started with a token (``searchrl serve
+--token``) gets it as ``Authorization: Bearer TOKEN``: from the ``token`` argument, else ``$SEARCHRL_SERVE_TOKEN``.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -14,6 +16,7 @@ from searchrl.errors import ConfigError, RetrievalError
 from searchrl.retrieval.base import Hit, check_search_args
 
 MAX_QUERIES_PER_REQUEST = 1024  # the searchrl server's limit; larger batches are sent in several requests
+TOKEN_ENV = "SEARCHRL_SERVE_TOKEN"  # the bearer token of `searchrl serve --token`, read by the server and the client
 
 
 def base_url(url: str) -> str:
@@ -30,10 +33,14 @@ def backoff_delay(attempt: int, backoff: float, max_backoff: float) -> float:
 
 
 class RemoteRetriever:
-    """`Retriever` over HTTP: ``search`` posts ``{"queries", "topk", "return_scores": true}`` to ``/retrieve``."""
+    """`Retriever` over HTTP: ``search`` posts ``{"queries", "topk", "return_scores": true}`` to ``/retrieve``.
+
+    ``token``: the server's bearer token (default ``$SEARCHRL_SERVE_TOKEN``; none when unset or empty).
+    """
 
     def __init__(self, url: str, *, timeout: float = 60.0, connect_timeout: float = 5.0, retries: int = 3,
-                 backoff: float = 0.5, max_backoff: float = 8.0, max_connections: int = 16) -> None:
+                 backoff: float = 0.5, max_backoff: float = 8.0, max_connections: int = 16,
+                 token: str | None = None) -> None:
         import httpx
 
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
@@ -43,7 +50,9 @@ class RemoteRetriever:
         self.url = base_url(url)
         self.retrieve_url = self.url + "/retrieve"
         self.retries, self.backoff, self.max_backoff = retries, backoff, max_backoff
+        token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
         self._client = httpx.Client(
+            headers={"Authorization": f"Bearer {token}"} if token else None,
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
         )

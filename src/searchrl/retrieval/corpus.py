@@ -6,12 +6,17 @@ A corpus is a JSONL file (optionally gzip-compressed, ``.jsonl.gz``) with one pa
 never loaded into a Python list: `read_corpus` yields one record at a time, and `DocStore` keeps a normalised
 copy of the passages in the index folder (``docs.jsonl``) plus a memory-mapped array of line offsets
 (``docs.offsets.npy``), so looking a document up by row is O(1) from disk.
+
+Ids must be unique: a second passage with an earlier id is an error naming both lines, unless it is the same
+passage again (same id and contents), which is dropped with a warning. Passages without text are kept (their
+ids stay valid) with a warning.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import logging
 import mmap
 import os
 from collections.abc import Iterator, Sequence
@@ -25,8 +30,11 @@ from searchrl.errors import DataError
 from searchrl.retrieval.base import Hit
 from searchrl.retrieval.render import make_contents
 
+log = logging.getLogger(__name__)
+
 DOCS_FILE = "docs.jsonl"
 OFFSETS_FILE = "docs.offsets.npy"
+_ID_CHECK_BATCH = 4096  # passages checked for duplicate ids at once
 _EXAMPLE = '{"id": "0", "contents": "\\"Title\\"\\ntext"} or {"id": "0", "title": "Title", "text": "text"}'
 
 
@@ -84,16 +92,128 @@ def parse_corpus_line(line: bytes | str, where: str) -> Passage | None:
     return Passage(str(doc_id), make_contents(title, text))
 
 
+class _SeenIds:
+    """The ids read so far, as 64-bit hashes, each with a 64-bit hash of its passage's contents.
+
+    16 bytes per passage (a set of wiki-18's 21M id strings would take gigabytes): sorted runs merged like a
+    binary counter, so a batch is looked up with one ``searchsorted`` per run. Hashes are Python's (this
+    process only); an id hash that collides is resolved by the caller, which reads the file again.
+    """
+
+    def __init__(self) -> None:
+        self._runs: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted id hashes, contents hashes), largest first
+
+    def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(found, contents hash of the earlier passage) for each id hash in ``keys``."""
+        found = np.zeros(len(keys), dtype=bool)
+        values = np.zeros(len(keys), dtype=np.int64)
+        for run_keys, run_values in self._runs:
+            pos = np.minimum(np.searchsorted(run_keys, keys), len(run_keys) - 1)
+            hit = run_keys[pos] == keys
+            found |= hit
+            values[hit] = run_values[pos[hit]]
+        return found, values
+
+    def add(self, keys: np.ndarray, values: np.ndarray) -> None:
+        """Add new (not yet seen, distinct) id hashes with their contents hashes."""
+        if not len(keys):
+            return
+        order = np.argsort(keys, kind="stable")
+        run_keys, run_values = keys[order], values[order]
+        while self._runs and len(self._runs[-1][0]) <= len(run_keys):
+            last_keys, last_values = self._runs.pop()
+            run_keys, run_values = np.concatenate([last_keys, run_keys]), np.concatenate([last_values, run_values])
+            order = np.argsort(run_keys, kind="stable")  # timsort: a linear merge of two sorted runs
+            run_keys, run_values = run_keys[order], run_values[order]
+        self._runs.append((run_keys, run_values))
+
+
+def _first_line_with_id(path: Path, doc_id: str, before: int) -> int | None:
+    """The first line (1-based, < ``before``) of ``path`` whose passage has id ``doc_id``; None if none has."""
+    reader, raw = _open_binary(path)
+    try:
+        for line_no, line in enumerate(reader, start=1):
+            if line_no >= before:
+                return None
+            passage = parse_corpus_line(line, f"{path}:{line_no}")
+            if passage is not None and passage.doc_id == doc_id:
+                return line_no
+    finally:
+        reader.close()
+        raw.close()
+    return None
+
+
+class _CorpusChecks:
+    """Duplicate ids and empty passages of one corpus stream: `keep` drops exact repeats and raises on clashes;
+    `warn` reports the counts at the end."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.seen = _SeenIds()
+        self.repeat_count = 0
+        self.first_repeat: tuple[str, int, int] | None = None  # (id, its first line, the repeating line)
+        self.empty_count = 0
+        self.first_empty = 0
+
+    def keep(self, batch: list[tuple[int, Passage]]) -> list[Passage]:
+        """The passages of ``batch`` ((line, passage) pairs in file order) to index; `DataError` on a clash."""
+        keys = np.fromiter((hash(p.doc_id) for _, p in batch), dtype=np.int64, count=len(batch))
+        values = np.fromiter((hash(p.contents) for _, p in batch), dtype=np.int64, count=len(batch))
+        found, earlier = self.seen.find(keys)
+        key_list, value_list = keys.tolist(), values.tolist()
+        found_list, earlier_list = found.tolist(), earlier.tolist()
+        in_batch: dict[int, int] = {}  # id hash -> index in batch of its first passage
+        kept: list[int] = []
+        for i, (line_no, passage) in enumerate(batch):
+            key = key_list[i]
+            if found_list[i]:
+                same = earlier_list[i] == value_list[i]
+            elif key in in_batch:
+                same = value_list[in_batch[key]] == value_list[i]
+            else:
+                in_batch[key] = i
+                kept.append(i)
+                if not passage.contents.replace('"', "").strip():  # nothing but the quotes of an empty title
+                    self.empty_count += 1
+                    self.first_empty = self.first_empty or line_no
+                continue
+            first = _first_line_with_id(self.path, passage.doc_id, line_no)
+            if first is None:  # two ids with one 64-bit hash: not a duplicate
+                kept.append(i)
+                continue
+            if not same:
+                raise DataError(f"{self.path}:{line_no}: duplicate id {passage.doc_id!r}, first used on line {first} "
+                                "with other contents; give every passage its own id")
+            self.repeat_count += 1
+            self.first_repeat = self.first_repeat or (passage.doc_id, first, line_no)
+        self.seen.add(keys[kept], values[kept])
+        return [batch[i][1] for i in kept]
+
+    def warn(self) -> None:
+        if self.first_repeat is not None:
+            log.warning("%s: %d line(s) repeat an earlier passage exactly (same id and contents; the first: id %r "
+                        "on lines %d and %d); each passage is kept once", self.path, self.repeat_count,
+                        *self.first_repeat)
+        if self.empty_count:
+            log.warning("%s: %d passage(s) have no text (the first on line %d); they are kept, so their ids stay "
+                        "valid, but no search can find them", self.path, self.empty_count, self.first_empty)
+
+
 def read_corpus(path: str | Path, progress: object | None = None) -> Iterator[Passage]:
     """Stream the passages of a JSONL corpus file, one at a time, checking every line.
 
-    Raises `DataError` naming the file and line for a malformed line, and for a missing or empty corpus.
+    Raises `DataError` naming the file and line for a malformed line, for an id used twice with different
+    contents (naming both lines), and for a missing or empty corpus. A line that repeats an earlier passage
+    exactly is skipped; skipped repeats and passages without text are counted in one warning each at the end.
     ``progress`` is an optional callable ``progress(bytes_read_so_far)`` (compressed bytes for ``.gz``).
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"corpus file not found: {path} (expected a JSONL file with lines like {_EXAMPLE})")
     reader, raw = _open_binary(path)
+    checks = _CorpusChecks(path)
+    batch: list[tuple[int, Passage]] = []
     count = 0
     try:
         for line_no, line in enumerate(reader, start=1):
@@ -103,10 +223,17 @@ def read_corpus(path: str | Path, progress: object | None = None) -> Iterator[Pa
                 raise DataError(f"{path}:{line_no}: cannot read the file ({exc})") from None
             if passage is None:
                 continue
+            batch.append((line_no, passage))
+            if len(batch) >= _ID_CHECK_BATCH:
+                if progress is not None:
+                    progress(raw.tell())  # type: ignore[operator]
+                for kept in checks.keep(batch):
+                    count += 1
+                    yield kept
+                batch = []
+        for kept in checks.keep(batch):
             count += 1
-            if progress is not None and count % 256 == 0:
-                progress(raw.tell())  # type: ignore[operator]
-            yield passage
+            yield kept
     except (OSError, EOFError) as exc:
         raise DataError(f"{path}: cannot read the corpus ({exc}); is it a valid JSONL or .jsonl.gz file?") from None
     finally:
@@ -116,6 +243,7 @@ def read_corpus(path: str | Path, progress: object | None = None) -> Iterator[Pa
         raw.close()
     if count == 0:
         raise DataError(f"{path}: the corpus holds no passages; add lines like {_EXAMPLE}")
+    checks.warn()
 
 
 class DocStoreWriter:

@@ -8,8 +8,9 @@ An index folder holds::
     bm25/                the bm25s index and tokenizer vocabulary      (bm25, hybrid)
     dense/faiss.index    the FAISS index                               (dense, hybrid)
 
-Folders are built into a temporary sibling and renamed into place when complete, so a folder with a
-manifest is always whole.
+Folders are built into a temporary sibling (``.NAME.tmp-HOST-PID-*``) and renamed into place when complete,
+so a folder with a manifest is always whole; the next build of the same NAME removes the temporary folders of
+builds on this host whose process is gone (killed or crashed). Folders and files get the usual umask modes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from searchrl.errors import ConfigError, DataError, SearchRLError
+from searchrl.fileio import atomic_write_json, current_umask
 from searchrl.retrieval.base import Hit, Retriever, check_search_args
 from searchrl.retrieval.bm25 import BM25_DIR, BM25Settings
 from searchrl.retrieval.cache import DEFAULT_CACHE_SIZE, CachedRetriever
@@ -57,18 +61,6 @@ def valid_options(kind: str) -> tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------------------------- files
-
-
-def _atomic_write_json(path: Path, obj: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def read_manifest(folder: str | Path) -> dict:
@@ -211,13 +203,50 @@ def _build_into(folder: Path, corpus_path: Path, kind: str, options: dict, show_
         manifest["dense"] = component_settings["dense"]
     if hybrid_settings is not None:
         manifest["hybrid"] = asdict(hybrid_settings)
-    _atomic_write_json(folder / MANIFEST_FILE, manifest)
+    atomic_write_json(folder / MANIFEST_FILE, manifest)  # in the umask's mode, as every file of the folder
     return manifest
 
 
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def _remove_stale_siblings(out_dir: Path) -> None:
+    """Remove the ``.NAME.tmp-*`` / ``.NAME.old-*`` folders that builds of ``out_dir`` on this host left when
+    killed (their process is gone). Folders of live builds and of other hosts are left alone (a pid means
+    nothing on another host of a shared filesystem)."""
+    pattern = re.compile(rf"\.{re.escape(out_dir.name)}\.(?:tmp|old)-{re.escape(_host())}-(\d+)-")
+    for entry in out_dir.parent.iterdir():
+        match = pattern.match(entry.name)
+        if match and int(match.group(1)) != os.getpid() and not _pid_alive(int(match.group(1))) and entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
 def _temp_sibling(out_dir: Path) -> Path:
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    """An empty folder beside ``out_dir`` to build into (named after this host and process), after removing
+    the stale ones of killed builds. `ConfigError` if the folder cannot be written, before any indexing work."""
+    parent = out_dir.parent
+    blocking = next((p for p in (parent, *parent.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise ConfigError(f"cannot build {out_dir}: {blocking} is a file, not a folder; choose another --out")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_siblings(out_dir)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-{_host()}-{os.getpid()}-", dir=parent))
+    except OSError as exc:
+        raise ConfigError(f"cannot write the index into {parent} ({exc.strerror}); choose a writable --out") from None
+    tmp.chmod(0o777 & ~current_umask())  # mkdtemp makes 0700; give the mode a plain mkdir would
+    return tmp
 
 
 def build_index(corpus_path: str | Path, kind: str, out_dir: str | Path, *, overwrite: bool = False,
@@ -233,7 +262,10 @@ def build_index(corpus_path: str | Path, kind: str, out_dir: str | Path, *, over
     """
     corpus_path, out_dir = Path(corpus_path), Path(out_dir)
     _split_options(kind, options)  # reject a bad kind or option before touching the disk
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())) and not overwrite:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"{out_dir} is a file, not a folder; choose another --out (--overwrite replaces folders "
+                          "only)")
+    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
         raise ConfigError(f"{out_dir} already exists and is not empty; choose another --out or pass --overwrite")
     if not corpus_path.is_file():
         raise DataError(f"corpus file not found: {corpus_path}")
@@ -257,7 +289,7 @@ def _install(tmp: Path, out_dir: Path, overwrite: bool) -> bool:
         if out_dir.is_dir() and not any(out_dir.iterdir()):
             out_dir.rmdir()
         else:
-            old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}-{time.time_ns()}"
+            old = out_dir.parent / f".{out_dir.name}.old-{_host()}-{os.getpid()}-{time.time_ns()}"
             os.replace(out_dir, old)
     try:
         os.rename(tmp, out_dir)
@@ -402,7 +434,7 @@ def load_retriever(path_or_url: str | Path, *, cache: bool = True, cache_size: i
     - an index folder (from `build_index` / ``searchrl index build``) is loaded memory-mapped;
     - a ``.jsonl`` / ``.jsonl.gz`` corpus file gets a cached BM25 index (`cached_bm25_index`) built once;
     - a URL (``http://host:port`` or ``http://host:port/retrieve``) gives a `RemoteRetriever` speaking
-      Search-R1's ``/retrieve`` API; ``options`` go to it (``timeout``, ``retries``, ``backoff``, ...).
+      Search-R1's ``/retrieve`` API; ``options`` go to it (``timeout``, ``retries``, ``backoff``, ``token``, ...).
 
     With ``cache=True`` (default) the result is wrapped in a `CachedRetriever` of ``cache_size`` entries.
     Other ``options`` go to `load_index` (``mmap``, ``bm25_engine``, dense overrides).

@@ -12,6 +12,12 @@ on that request).
 
 ``GET /health`` reports the index kind, the number of documents, cache statistics and request counters.
 
+With a token (``searchrl serve --token`` or ``$SEARCHRL_SERVE_TOKEN``) ``POST /retrieve`` requires
+``Authorization: Bearer TOKEN`` and answers 401 without it; ``GET /health`` stays open (it shows no passage
+and no query) so that liveness probes need no secret. A body is read as a stream and counted: one that passes
+``max_body_bytes`` (declared in Content-Length or sent chunked) is answered 413 at once, and the connection
+is closed rather than drained.
+
 Requests are not searched one by one: every request's queries go to a queue, and one search thread takes all
 queued requests at once and answers them with a single batched ``search`` call (then a per-request JSON
 encoding), so concurrent clients share one BM25 sparse product and one cache lookup. A failing search answers
@@ -21,6 +27,8 @@ encoding), so concurrent clients share one BM25 sparse product and one cache loo
 from __future__ import annotations
 
 import asyncio
+import hmac
+import ipaddress
 import json
 import logging
 import queue
@@ -34,6 +42,7 @@ from dataclasses import dataclass
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from starlette.requests import ClientDisconnect
 
 from searchrl.errors import ConfigError
 from searchrl.retrieval.base import Hit, Retriever
@@ -61,13 +70,40 @@ class RequestError(Exception):
         self.message = message
 
 
+def _too_large(size: int | str, limits: ServerLimits, so_far: bool = False) -> RequestError:
+    has = f"more than {size}" if so_far else str(size)
+    return RequestError(413, f"request body has {has} bytes; at most {limits.max_body_bytes}: send fewer or "
+                             "shorter queries per request")
+
+
+async def read_body(request: Request, limits: ServerLimits) -> bytes:
+    """The request body, counted as it arrives: `RequestError` 413 as soon as it passes ``max_body_bytes``.
+
+    A declared Content-Length over the limit is refused before reading a byte; a chunked body (no length) is
+    refused at the first chunk past the limit, so a client cannot make the server buffer more than the limit.
+    """
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
+        raise _too_large(declared, limits)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limits.max_body_bytes:
+            raise _too_large(limits.max_body_bytes, limits, so_far=True)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def parse_retrieve_request(body: bytes, limits: ServerLimits) -> tuple[list[str], int, bool]:
     """Validate a ``/retrieve`` body; returns (queries, topk, return_scores) or raises `RequestError`."""
     if len(body) > limits.max_body_bytes:
-        raise RequestError(413, f"request body has {len(body)} bytes; at most {limits.max_body_bytes}")
+        raise _too_large(len(body), limits)
     try:
         payload = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except RecursionError:
+        raise RequestError(400, "request body nests JSON too deeply to parse; send a flat object "
+                                '{"queries": ["..."], "topk": 3, "return_scores": true}') from None
+    except ValueError as exc:  # also bad UTF-8, and integers of more than 4300 digits
         raise RequestError(400, f"request body is not valid JSON ({exc}); send "
                                 '{"queries": ["..."], "topk": 3, "return_scores": true}') from None
     if not isinstance(payload, dict):
@@ -205,12 +241,40 @@ class BatchingSearcher:
                     "errors": self.errors}
 
 
-def create_app(retriever: Retriever, limits: ServerLimits | None = None, workers: int = 1) -> FastAPI:
+def _error(exc: RequestError, close: bool = False) -> JSONResponse:
+    # close: the request body was not read to its end; closing stops the server from draining the rest of it
+    # (uvicorn would otherwise read and discard it to keep the connection alive).
+    headers = {"connection": "close"} if close else {}
+    if exc.status == 401:
+        headers["www-authenticate"] = "Bearer"
+    return JSONResponse({"detail": exc.message}, status_code=exc.status, headers=headers)
+
+
+def check_token(request: Request, token: str | None) -> None:
+    """`RequestError` 401 unless ``token`` is None or the request carries ``Authorization: Bearer <token>``."""
+    if token is None:
+        return
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not given:
+        raise RequestError(401, "this server requires a token: send the header 'Authorization: Bearer TOKEN' "
+                                "(searchrl's client sends $SEARCHRL_SERVE_TOKEN)")
+    if not hmac.compare_digest(given.strip().encode("utf-8"), token.encode("utf-8")):
+        raise RequestError(401, "wrong bearer token in the Authorization header; use the server's --token "
+                                "(searchrl's client sends $SEARCHRL_SERVE_TOKEN)")
+
+
+def create_app(retriever: Retriever, limits: ServerLimits | None = None, workers: int = 1,
+               token: str | None = None) -> FastAPI:
     """A FastAPI app serving ``retriever`` (call ``app.state.batcher.close()`` when done, or use `serve`).
 
+    With ``token``, ``POST /retrieve`` requires ``Authorization: Bearer <token>`` (``GET /health`` stays open).
     (FastAPI resolves the endpoints' annotations from this module's globals, hence the module-level imports.)
     """
     limits = limits or ServerLimits()
+    if token is not None:
+        token = token.strip()  # as the header's value is read
+        if not token:
+            raise ConfigError("the server token is empty; give a non-empty --token / $SEARCHRL_SERVE_TOKEN, or none")
     batcher = BatchingSearcher(retriever, workers=workers)
     started = time.time()
     # No interactive docs: they would load assets from a CDN, and this API is two endpoints.
@@ -218,17 +282,26 @@ def create_app(retriever: Retriever, limits: ServerLimits | None = None, workers
     app.state.batcher = batcher
     app.state.retriever = retriever
     app.state.limits = limits
+    rejected = {"401": 0, "413": 0, "4xx": 0}  # rejected requests, for /health (event loop only: no lock)
+
+    def reject(exc: RequestError, close: bool = False) -> JSONResponse:
+        key = str(exc.status) if str(exc.status) in rejected else "4xx"
+        rejected[key] += 1
+        return _error(exc, close)
 
     @app.post("/retrieve")
     async def retrieve(request: Request) -> Response:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
-            return JSONResponse({"detail": f"request body has {declared} bytes; at most {limits.max_body_bytes}"},
-                                status_code=413)
-        try:
-            queries, topk, return_scores = parse_retrieve_request(await request.body(), limits)
+        try:  # the token first: a client without it makes the server read nothing
+            check_token(request, token)
+            body = await read_body(request, limits)
         except RequestError as exc:
-            return JSONResponse({"detail": exc.message}, status_code=exc.status)
+            return reject(exc, close=True)
+        except ClientDisconnect:  # the client left mid-body: nobody reads this answer
+            return Response(status_code=400, headers={"connection": "close"})
+        try:
+            queries, topk, return_scores = parse_retrieve_request(body, limits)
+        except RequestError as exc:
+            return reject(exc)
         if not queries:
             return Response(b'{"result": []}', media_type="application/json")
         try:
@@ -246,6 +319,8 @@ def create_app(retriever: Retriever, limits: ServerLimits | None = None, workers
             "num_docs": getattr(retriever, "num_docs", None),
             "cache": stats() if callable(stats) else None,
             "default_topk": limits.default_topk,
+            "token_required": token is not None,
+            "rejected": dict(rejected),
             "uptime_s": round(time.time() - started, 1),
             **batcher.stats(),
         }
@@ -272,12 +347,33 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or a name) reaches this machine only; a name that does not resolve: False."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+
+
 def serve(retriever: Retriever, host: str = "127.0.0.1", port: int = 8000, *, limits: ServerLimits | None = None,
-          workers: int = 1, on_ready: Callable[[str], None] | None = None, log_level: str = "warning") -> None:
-    """Serve ``retriever`` until interrupted. ``on_ready(url)`` is called once the socket is listening."""
+          workers: int = 1, token: str | None = None, on_ready: Callable[[str], None] | None = None,
+          log_level: str = "warning") -> None:
+    """Serve ``retriever`` until interrupted. ``on_ready(url)`` is called once the socket is listening.
+
+    Logs a warning when ``host`` is not a loopback address and no ``token`` is set: anyone who reaches the
+    port can then search the index.
+    """
     import uvicorn
 
-    app = create_app(retriever, limits, workers=workers)
+    app = create_app(retriever, limits, workers=workers, token=token)
+    if token is None and not is_loopback(host):
+        log.warning("searchrl serve: warning: listening on %s, which other machines can reach, without a token; "
+                    "set --token or $SEARCHRL_SERVE_TOKEN (clients send it as 'Authorization: Bearer TOKEN')", host)
     # The event loop (HTTP) and the search thread share the GIL; a short switch interval keeps the loop
     # responsive while a batch is being ranked (Python's default is 5 ms).
     sys.setswitchinterval(0.001)
