@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import random
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from searchrl.errors import SearchRLError
+from searchrl.training import checkpoint
 from searchrl.training.checkpoint import (
+    CheckpointWriteError,
     atomic_write_json,
     best_checkpoint,
     checkpoint_dir,
@@ -109,6 +115,84 @@ def test_a_killed_save_leaves_no_visible_checkpoint(tmp_path):
     # Re-saving an existing step replaces it whole.
     save_checkpoint(tmp_path, 1, model=model, optimizer=None, scheduler=None, trainer_state={"x": 2})
     assert json.loads((checkpoint_dir(tmp_path, 1) / "state.json").read_text())["x"] == 2
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs (no except clause of the code under test catches it)."""
+
+
+def _save(run_dir, step, **kw):
+    return save_checkpoint(run_dir, step, model=_model(step), optimizer=None, scheduler=None, trainer_state={}, **kw)
+
+
+def test_a_prune_killed_mid_delete_leaves_no_partial_checkpoint(tmp_path, monkeypatch):
+    _save(tmp_path, 1)
+    _save(tmp_path, 2)
+    real_rmtree = shutil.rmtree
+
+    def killed_mid_delete(path, ignore_errors=False):
+        path = Path(path)
+        if (path / "state.json").is_file():  # the pruned checkpoint: killed after deleting two of its files
+            (path / "state.json").unlink()
+            (path / "optimizer.pt").unlink()
+            raise Killed
+        real_rmtree(path, ignore_errors=ignore_errors)
+
+    monkeypatch.setattr(checkpoint.shutil, "rmtree", killed_mid_delete)
+    with pytest.raises(Killed):
+        _save(tmp_path, 3)  # keep_last=2: prunes step 1
+    monkeypatch.undo()
+    root = tmp_path / "checkpoints"
+    steps = [p for p in root.iterdir() if p.name.startswith("step_")]
+    assert all(checkpoint.is_complete(p) for p in steps), sorted(p.name for p in steps)  # every step_* is whole
+    assert latest_checkpoint(tmp_path) == checkpoint_dir(tmp_path, 3)
+    clean_partial(tmp_path)  # what the next start does
+    assert sorted(p.name for p in root.iterdir()) == ["step_000002", "step_000003"]
+
+
+def test_a_half_deleted_checkpoint_is_never_returned_and_is_removed_on_start(tmp_path):
+    # What a prune by an earlier version left when killed mid-delete (files go in directory order).
+    _save(tmp_path, 1)
+    _save(tmp_path, 2)
+    (checkpoint_dir(tmp_path, 2) / "weights.safetensors").unlink()
+    assert latest_checkpoint(tmp_path) == checkpoint_dir(tmp_path, 1)
+    assert [s for s, _ in list_checkpoints(tmp_path)] == [1]
+    with pytest.raises(SearchRLError, match="not a complete checkpoint .*weights.safetensors"):
+        load_checkpoint(checkpoint_dir(tmp_path, 2), model=_model(0))
+    clean_partial(tmp_path)
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step_000001"]
+
+
+def test_a_resave_killed_between_its_renames_keeps_the_old_copy(tmp_path):
+    _save(tmp_path, 1)
+    root = tmp_path / "checkpoints"
+    os.rename(root / "step_000001", root / ".old-step_000001")  # the old copy moved aside ...
+    (root / ".tmp-step_000001").mkdir()  # ... and the new one not yet renamed in
+    clean_partial(tmp_path)
+    assert sorted(p.name for p in root.iterdir()) == ["step_000001"]
+    assert latest_checkpoint(tmp_path) == checkpoint_dir(tmp_path, 1)
+
+
+@pytest.mark.parametrize("failure", [
+    OSError(errno.ENOSPC, "No space left on device"),
+    RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598"),  # torch.save's full disk
+])
+def test_a_full_disk_during_a_save_keeps_the_earlier_checkpoints(tmp_path, monkeypatch, failure):
+    first = _save(tmp_path, 1)
+    real_save = torch.save
+
+    def full_disk(obj, f, *args, **kwargs):
+        if Path(f).name == "rng.pt":
+            raise failure
+        return real_save(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint.torch, "save", full_disk)
+    with pytest.raises(CheckpointWriteError, match=r"cannot write checkpoint .*step_000002 \(.+\); earlier"):
+        _save(tmp_path, 2)
+    monkeypatch.undo()
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step_000001"]  # no temporary folder
+    assert latest_checkpoint(tmp_path) == first
+    load_checkpoint(first, model=_model(0))
 
 
 def test_truncate_jsonl_keeps_rows_up_to_the_step_and_drops_a_torn_line(tmp_path):

@@ -77,6 +77,14 @@ def test_bad_values_name_the_key_and_the_allowed_values():
         load_config("demo", ["train.adam_betas=[0.9]"])
 
 
+@pytest.mark.parametrize("algorithm", ["grpo", "sapo", "llds", "calibadv", "dr_grpo", "dapo", "gspo"])
+def test_one_rollout_per_question_is_refused_by_group_baseline_estimators(algorithm):
+    sizes = ["train.batch_size=8", "train.mini_batch_size=8", "train.micro_batch_size=4"]
+    with pytest.raises(ConfigError, match=r"^train.group_size: 1 rollout per question .* without a group baseline"):
+        load_config("demo", [*sizes, "train.group_size=1", f"algorithm.name={algorithm}"])
+    assert load_config("demo", [*sizes, "train.group_size=2", f"algorithm.name={algorithm}"]).train.group_size == 2
+
+
 def test_algorithm_errors_come_from_the_registry_as_config_errors():
     with pytest.raises(ConfigError, match=r"algorithm.name: got 'ppo'; expected one of \[.*'sapo'"):
         load_config("demo", ["algorithm.name=ppo"])

@@ -156,10 +156,20 @@ def test_updates_per_rollout_and_the_loss_mask_follow_the_config(tiny_model, tmp
     assert next(calls, None) is None
 
 
-def test_a_nan_loss_is_skipped_logged_and_repeated_ones_roll_back(tiny_model, tmp_path):
-    from searchrl.training.loop import train
+def test_a_nan_loss_is_skipped_logged_and_repeated_ones_roll_back(tiny_model, tmp_path, monkeypatch):
+    from searchrl.training import loop
 
     run = tmp_path / "run"
+    real_step, after_skip, checkpoint_1 = loop.rl_step, {}, {}
+
+    def recording_step(t, step):
+        out = real_step(t, step)
+        if step == 2:  # before the rollback that follows: what the skipped updates left
+            after_skip.update({n: p.detach().clone() for n, p in t.model.named_parameters()})
+            checkpoint_1.update(load_file(str(run / "checkpoints" / "step_000001" / "weights.safetensors")))
+        return out
+
+    monkeypatch.setattr(loop, "rl_step", recording_step)
     # One update per step (mini-batch = all 4 trajectories, 2 micro-batches): old log-probs are computed in the
     # same micro-batches, so that update sees an importance ratio of exactly 1.
     # A monitor rule that fires while the lr is above 1.5e-5 asks for a rollback to the best checkpoint (the
@@ -170,16 +180,19 @@ def test_a_nan_loss_is_skipped_logged_and_repeated_ones_roll_back(tiny_model, tm
     cfg = load_config("demo", tiny_overrides(tiny_model, run, train__mini_batch_size=4, train__micro_batch_size=2,
                                              train__debug_inject_nan_step=2, train__nonfinite_rollback_after=1,
                                              **monitor))
-    train(cfg, console=False)
+    loop.train(cfg, console=False)
     rows = read_jsonl(run / "metrics.jsonl")
     assert [r["actor/nonfinite_skips"] for r in rows] == [0.0, 1.0, 0.0]
+    # The skipped update left every weight as step 1 ended (checkpoint 1), bit for bit.
+    assert checkpoint_1 and checkpoint_1.keys() == after_skip.keys()
+    assert all(torch.equal(after_skip[name], value) for name, value in checkpoint_1.items())
     assert rows[1]["diag/nonfinite_count"] >= 1 and rows[0]["diag/nonfinite_count"] == 0
     assert math.isnan(rows[1]["actor/grad_norm"])
     for row in (rows[0], rows[2]):
         assert row["actor/is_ratio_mean"] == 1.0 and row["actor/is_ratio_min"] == 1.0 and row["actor/ppo_kl"] == 0.0
     events = read_jsonl(run / "events.jsonl")
     assert any(e["rule"] == "nonfinite" and e["step"] == 2 for e in events)
-    # The skipped update left the weights alone; one non-finite update in a row triggered a rollback.
+    # One non-finite update in a row triggered a rollback.
     assert [e["step"] for e in events if e["rule"] == "lr_high"] == [1]
     state = json.loads((run / "checkpoints" / "step_000003" / "state.json").read_text())
     assert state["nonfinite_rollbacks"] == 1 and state["monitor"]["rollbacks_used"] == 1
@@ -213,6 +226,11 @@ def test_kill_9_and_resume_replays_the_same_steps(tiny_model, tmp_path):
     _wait_rows(killed / "metrics.jsonl", 3, victim)  # mid-way: after step 3, before its checkpoint (every 2)
     victim.send_signal(signal.SIGKILL)
     victim.wait()
+    # The kill came mid-run, before the final checkpoint: the resume below must replay step 3 and run step 4.
+    from searchrl.training.checkpoint import latest_checkpoint
+
+    assert not (killed / "final_model").exists() and not (killed / "summary.json").exists()
+    assert latest_checkpoint(killed).name == "step_000002"
     assert ref.wait(timeout=600) == 0, ref.stderr.read()
     resumed = _train_process(["--resume", str(killed)])
     assert resumed.wait(timeout=600) == 0, resumed.stderr.read()

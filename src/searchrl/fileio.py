@@ -9,6 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from searchrl.errors import ConfigError
+
 
 def current_umask() -> int:
     mask = os.umask(0)
@@ -51,3 +53,31 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 def atomic_write_json(path: str | Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def check_writable(path: str | Path, what: str, *, folder: bool = False) -> Path:
+    """Fail now, not after hours of work, if `path` (a file, or a folder with `folder=True`) cannot be written.
+
+    Raises `ConfigError` naming `what` (e.g. "--out") when a folder stands where the file goes (or a file where
+    the folder goes), when a parent is a file, or when the folder is not writable (tried with a temporary file,
+    so read-only mounts and permissions are caught, for root too). Missing folders are created, as the write
+    would create them anyway. Returns the path.
+    """
+    path = Path(path).expanduser()
+    if folder and path.exists() and not path.is_dir():
+        raise ConfigError(f"{what} {path}: a file stands where a folder is expected; remove it or choose another path")
+    if not folder and path.is_dir():
+        raise ConfigError(f"{what} {path}: is a folder; give a file name such as {path / 'results.json'}")
+    target = path if folder else path.parent
+    existing = next(p for p in (target, *target.parents) if p.exists() or p == p.parent)
+    if not existing.is_dir():
+        raise ConfigError(f"{what} {path}: {existing} is a file, not a folder; choose another path")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".searchrl-write-test.", dir=target)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise ConfigError(f"{what} {path}: cannot write in {target} ({exc.strerror or exc}); "
+                          "choose a writable location") from None
+    return path

@@ -7,8 +7,10 @@ A checkpoint is a folder `checkpoints/step_XXXXXX/` holding
 - `rng.pt`                python, numpy and torch RNG states plus any named `torch.Generator` (the rollout's)
 - `state.json`            the trainer's own state: step, data cursor, best validation EM, counters, monitor
 
-It is written into `checkpoints/.tmp-step_XXXXXX/` and renamed into place only when complete, so a folder named
-`step_*` is always whole; stray temporary folders from a killed save are removed on the next start.
+It is written into `checkpoints/.tmp-step_XXXXXX/` and renamed into place only when complete, and a pruned
+checkpoint is renamed to `checkpoints/.deleting-step_XXXXXX/` before it is deleted, so a folder named `step_*` is
+always whole. `clean_partial` (run on resume) removes what a killed save or prune left behind. A failed write (a
+full disk) removes its temporary folder and raises `CheckpointWriteError`; the earlier checkpoints stay as they were.
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ from searchrl.fileio import give_umask_permissions
 
 CHECKPOINTS = "checkpoints"
 BEST_FILE = "best.json"
+FILES = ("weights.safetensors", "optimizer.pt", "rng.pt", "state.json")
 _PREFIX = "step_"
+_TRASH = ".deleting-"  # a pruned checkpoint on its way out
+
+
+class CheckpointWriteError(SearchRLError):
+    """A checkpoint could not be written (full disk, no permission); its temporary folder is gone."""
 
 
 # ---------------------------------------------------------------------------------------------- atomic files
@@ -102,6 +110,11 @@ def checkpoint_dir(run_dir: Path, step: int) -> Path:
     return Path(run_dir) / CHECKPOINTS / f"{_PREFIX}{step:06d}"
 
 
+def is_complete(folder: Path) -> bool:
+    """Whether a checkpoint folder holds every file of a checkpoint."""
+    return all((Path(folder) / name).is_file() for name in FILES)
+
+
 def list_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     """Complete checkpoints of a run, oldest first."""
     root = Path(run_dir) / CHECKPOINTS
@@ -109,7 +122,7 @@ def list_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
         return []
     out = []
     for p in root.iterdir():
-        if p.is_dir() and p.name.startswith(_PREFIX) and (p / "state.json").is_file():
+        if p.is_dir() and p.name.startswith(_PREFIX) and is_complete(p):
             try:
                 out.append((int(p.name[len(_PREFIX) :]), p))
             except ValueError:
@@ -129,16 +142,21 @@ def best_checkpoint(run_dir: Path) -> Path | None:
         return None
     step = json.loads(path.read_text())["step"]
     folder = checkpoint_dir(run_dir, step)
-    return folder if (folder / "state.json").is_file() else None
+    return folder if is_complete(folder) else None
 
 
 def clean_partial(run_dir: Path) -> None:
-    """Remove temporary folders left by a save that was killed."""
+    """Undo what a killed save or prune left: temporary and half-deleted folders go; a checkpoint moved aside by a
+    re-save killed before its replacement was renamed in comes back."""
     root = Path(run_dir) / CHECKPOINTS
-    if root.is_dir():
-        for p in root.iterdir():
-            if p.name.startswith(".tmp-") or p.name.startswith(".old-"):
-                shutil.rmtree(p, ignore_errors=True)
+    if not root.is_dir():
+        return
+    for p in sorted(root.iterdir()):
+        if p.name.startswith(".old-") and not (root / p.name[5:]).exists() and is_complete(p):
+            os.rename(p, root / p.name[5:])
+        elif p.name.startswith((".tmp-", ".old-", _TRASH)) or (p.name.startswith(_PREFIX) and not is_complete(p)):
+            # an incomplete step_* is a prune killed before deletions were renamed out of sight first
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def save_checkpoint(
@@ -153,25 +171,35 @@ def save_checkpoint(
     keep_last: int = 2,
     protect: tuple[int, ...] = (),
 ) -> Path:
-    """Write a complete checkpoint atomically, then prune all but the last `keep_last`, the best and `protect`."""
+    """Write a complete checkpoint atomically, then prune all but the last `keep_last`, the best and `protect`.
+
+    A failed write (full disk, no permission) removes the temporary folder and raises `CheckpointWriteError`."""
     final = checkpoint_dir(run_dir, step)
     tmp = final.parent / f".tmp-{final.name}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    save_file(trainable_state(model), str(tmp / "weights.safetensors"))
-    give_umask_permissions(tmp / "weights.safetensors")
-    torch.save(
-        {
-            "optimizer": optimizer.state_dict() if optimizer is not None else None,
-            "scheduler": scheduler.state_dict() if scheduler is not None else None,
-        },
-        tmp / "optimizer.pt",
-    )
-    torch.save(capture_rng(generators), tmp / "rng.pt")
-    (tmp / "state.json").write_text(json.dumps({**trainer_state, "step": step}, indent=2, sort_keys=True) + "\n")
-    for f in tmp.iterdir():  # data on disk before the rename makes the folder visible
-        with open(f, "rb") as fh:
-            os.fsync(fh.fileno())
+    weights = trainable_state(model)
+    optim = {
+        "optimizer": optimizer.state_dict() if optimizer is not None else None,
+        "scheduler": scheduler.state_dict() if scheduler is not None else None,
+    }
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        save_file(weights, str(tmp / "weights.safetensors"))
+        give_umask_permissions(tmp / "weights.safetensors")
+        torch.save(optim, tmp / "optimizer.pt")
+        torch.save(capture_rng(generators), tmp / "rng.pt")
+        (tmp / "state.json").write_text(json.dumps({**trainer_state, "step": step}, indent=2, sort_keys=True) + "\n")
+        for f in tmp.iterdir():  # data on disk before the rename makes the folder visible
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, (OSError, RuntimeError)):  # torch.save reports a full disk as a RuntimeError
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"write failed: {str(exc)[:200]}"
+            raise CheckpointWriteError(
+                f"cannot write checkpoint {final} ({reason}); earlier checkpoints are untouched"
+            ) from exc
+        raise
     if final.exists():  # re-saving a step (after a rollback): move the old one aside first
         old = final.parent / f".old-{final.name}"
         shutil.rmtree(old, ignore_errors=True)
@@ -193,7 +221,11 @@ def _prune(run_dir: Path, keep_last: int, protect: tuple[int, ...] = ()) -> None
     best = best_checkpoint(run_dir)
     for step, path in found[: max(0, len(found) - keep_last)]:
         if path != best and step not in protect:
-            shutil.rmtree(path, ignore_errors=True)
+            # Out of sight first: a kill mid-delete leaves a .deleting-* folder, never a partial step_*.
+            trash = path.parent / f"{_TRASH}{path.name}"
+            shutil.rmtree(trash, ignore_errors=True)
+            os.rename(path, trash)
+            shutil.rmtree(trash, ignore_errors=True)
 
 
 def load_checkpoint(
@@ -207,8 +239,9 @@ def load_checkpoint(
 ) -> dict[str, Any]:
     """Restore a checkpoint into live objects; returns the trainer state (with `step`)."""
     folder = Path(folder)
-    if not (folder / "state.json").is_file():
-        raise SearchRLError(f"{folder} is not a complete checkpoint (no state.json)")
+    if not is_complete(folder):
+        missing = [name for name in FILES if not (folder / name).is_file()]
+        raise SearchRLError(f"{folder} is not a complete checkpoint (no {', '.join(missing)})")
     load_trainable_state(model, load_file(str(folder / "weights.safetensors")), folder / "weights.safetensors")
     opt_state = torch.load(folder / "optimizer.pt", weights_only=False)
     if optimizer is not None and opt_state["optimizer"] is not None:

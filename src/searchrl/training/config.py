@@ -449,7 +449,10 @@ class RunConfig:
 
     dir: str | None = option(None, "run folder; null: runs/<name>-<algorithm>-<seed>")
     name: str = option("run", "run name (used in the default folder name)")
-    overwrite: bool = option(False, "delete an existing run folder instead of refusing to start")
+    overwrite: bool = option(
+        False, "replace an existing run folder instead of refusing to start (only a searchrl run folder, never one "
+        "holding data this run reads; replaced once the data and model have loaded)"
+    )
 
 
 @dataclass(frozen=True)
@@ -645,8 +648,19 @@ def build_objective_from(cfg: Config) -> Any:
     return build_objective(dict(cfg.algorithm))
 
 
+# The built-in estimators whose baseline is the mean reward of the question's group of rollouts.
+_GROUP_BASELINE_ESTIMATORS = ("grpo", "dr_grpo", "calibadv")
+
+
 def _check_consistency(cfg: Config) -> None:
     t = cfg.train
+    estimator = cfg.algorithm.get("advantage_estimator")
+    if t.group_size < 2 and estimator in _GROUP_BASELINE_ESTIMATORS:
+        raise ConfigError(
+            f"train.group_size: 1 rollout per question leaves the {estimator} advantages of algorithm "
+            f"'{cfg.algorithm.get('name')}' without a group baseline (each advantage is the raw reward); "
+            "set train.group_size to 2 or more (Search-R1 uses 5)"
+        )
     per_step = t.batch_size * t.group_size
     if t.mini_batch_size > per_step or per_step % t.mini_batch_size:
         raise ConfigError(

@@ -92,12 +92,13 @@ class RunLogger:
         self._tb = None
         self._use_tensorboard = tensorboard
         self._wandb = None
+        self._wandb_init = None  # called on entering: nothing is written into the run folder before that
         if wandb:
             try:
                 import wandb as wandb_module
             except ImportError:
                 raise ConfigError("log.wandb: true needs the wandb package; install it with `pip install wandb`") from None
-            self._wandb = wandb_module.init(
+            self._wandb_init = lambda: wandb_module.init(
                 project=wandb_project, name=run_name, dir=str(self.run_dir), config=dict(config_dict or {}),
                 resume="allow", id=f"{run_name}-{abs(hash(str(self.run_dir))) % 10**8}",
             )
@@ -119,6 +120,8 @@ class RunLogger:
     # -- console ---------------------------------------------------------------------------------
 
     def __enter__(self) -> RunLogger:
+        if self._wandb_init is not None and self._wandb is None:
+            self._wandb = self._wandb_init()
         if self._use_tensorboard and self._tb is None:
             from torch.utils.tensorboard import SummaryWriter
 

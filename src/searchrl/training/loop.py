@@ -29,8 +29,10 @@ same weights as a run never interrupted.
 
 from __future__ import annotations
 
+import errno
 import math
 import random
+import shutil
 import signal
 import time
 from collections.abc import Sequence
@@ -260,6 +262,13 @@ def _scatter(target: torch.Tensor, rows: Sequence[int], values: torch.Tensor) ->
 # ============================================================================================ driving a run
 
 
+RUN_MARKER = ".searchrl-run"  # written into every run folder it creates: the only folders run.overwrite replaces
+CONFIG_FILE = "config.yaml"
+SUMMARY_FILE = "summary.json"
+# Errors of writing to the run folder (a full disk, a read-only folder), reported as messages, not tracebacks.
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+
+
 def run_folder(cfg: Any) -> Path:
     """`run.dir`, or runs/<name>-<algorithm>-seed<seed>."""
     if cfg.run.dir:
@@ -267,51 +276,58 @@ def run_folder(cfg: Any) -> Path:
     return Path("runs") / f"{cfg.run.name}-{cfg.algorithm.get('name', 'algo')}-seed{cfg.seed}"
 
 
+def is_run_folder(path: Path) -> bool:
+    """Whether `path` holds a searchrl run: its marker file, or (a run from before the marker) config.yaml next to
+    checkpoints/ or metrics.jsonl."""
+    from searchrl.training.checkpoint import CHECKPOINTS
+    from searchrl.training.logger import METRICS_FILE
+
+    path = Path(path)
+    if (path / RUN_MARKER).is_file():
+        return True
+    return (path / CONFIG_FILE).is_file() and ((path / CHECKPOINTS).is_dir() or (path / METRICS_FILE).is_file())
+
+
 def train(cfg: Any, *, resume: bool = False, console: bool = True) -> dict[str, Any]:
     """Run (or resume) a training run; returns the run summary (also written to summary.json).
 
-    A fresh run refuses a run folder that already has checkpoints unless `run.overwrite` is set. Resuming
-    restores the latest checkpoint and cuts metrics.jsonl and events.jsonl back to its step.
+    The run folder is not written before the data, retriever, model and (when resuming) checkpoint are loaded and
+    accepted, so a refused start leaves it as it was (a resume first removes what a killed save left). A fresh
+    run refuses a run folder that already has checkpoints unless `run.overwrite` is set, and never replaces a
+    folder that is not a searchrl run; a fresh run that fails before its first checkpoint leaves nothing behind.
+    Resuming restores the latest checkpoint and cuts metrics.jsonl and events.jsonl back to its step; resuming a
+    finished run only says where its summary is.
     """
-    import shutil
-
-    from searchrl.training.checkpoint import clean_partial, latest_checkpoint, load_checkpoint
-    from searchrl.training.config import save_config
-    from searchrl.training.logger import EVENTS_FILE, METRICS_FILE, truncate_jsonl
+    from searchrl.training.checkpoint import CheckpointWriteError, clean_partial, latest_checkpoint
 
     run_dir = run_folder(cfg)
+    _check_writable(run_dir)
+    replace = False
     if resume:
         clean_partial(run_dir)
-        if latest_checkpoint(run_dir) is None:
-            raise SearchRLError(f"{run_dir}: no checkpoint to resume from (a run saves one after its warm start)")
+        latest = latest_checkpoint(run_dir)
+        if latest is None:
+            raise SearchRLError(
+                f"{run_dir}: no checkpoint to resume from (the run stopped before its first one); "
+                f"start it afresh with `searchrl train --config {run_dir / CONFIG_FILE}`"
+            )
+        finished = _finished_summary(run_dir, latest, cfg)
+        if finished is not None:
+            return finished
     else:
-        if run_dir.exists() and any(run_dir.iterdir()):
-            if not cfg.run.overwrite:
-                raise SearchRLError(
-                    f"run folder {run_dir} already exists; resume it with `searchrl train --resume {run_dir}`, "
-                    "pick another run.dir, or set run.overwrite=true to delete it"
-                )
-            shutil.rmtree(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-    save_config(cfg, run_dir / "config.yaml")
+        replace = _check_new_run_folder(cfg, run_dir)
 
-    t = Trainer(cfg, run_dir, console=console)
-    if resume:
-        folder = latest_checkpoint(run_dir)
-        raw = load_checkpoint(folder, model=t.model, optimizer=t.optimizer)
-        t.state = TrainerState.from_dict(raw)
-        if raw.get("data_cursor") != t.sampler.cursor(t.state.step + 1):
-            raise SearchRLError(f"{folder}: its data cursor does not match train.batch_size; resume with the run's config")
-        if t.state.monitor is not None:
-            t.monitor.load_state_dict(t.state.monitor)
-        truncate_jsonl(run_dir / METRICS_FILE, t.state.step)
-        truncate_jsonl(run_dir / EVENTS_FILE, t.state.step)
+    t = Trainer(cfg, run_dir, console=console)  # data, retriever, model: everything that can fail on bad input
+    folder = _restore(t) if resume else None
     t.logger.set_start_step(t.state.step)
+    created = next((p for p in reversed([run_dir, *run_dir.parents]) if not p.exists()), None)
 
     previous = install_sigint(t)
     try:
+        if not resume:
+            _create_run_folder(cfg, run_dir, replace=replace)
         with t.logger:
-            if resume:
+            if folder is not None:
                 t.print(f"Resuming {run_dir} from step {t.state.step} ({folder.name})")
             else:
                 _start(t)
@@ -320,8 +336,143 @@ def train(cfg: Any, *, resume: bool = False, console: bool = True) -> dict[str, 
     except KeyboardInterrupt:
         _on_interrupt(t)
         raise
+    except (CheckpointWriteError, OSError) as exc:
+        if isinstance(exc, OSError) and exc.errno not in _WRITE_ERRNOS:
+            raise
+        what = str(exc)
+        if isinstance(exc, OSError):
+            what = f"cannot write {exc.filename or run_dir} ({exc.strerror})"
+        then = "nothing was kept; start the run again"
+        if latest_checkpoint(run_dir) is not None:
+            then = (f"the checkpoints in {run_dir} are intact: free disk space or fix the permissions, then resume "
+                    f"with `searchrl train --resume {run_dir}`")
+        raise SearchRLError(f"{what}; {then}") from exc
     finally:
         signal.signal(signal.SIGINT, previous)
+        if not resume and latest_checkpoint(run_dir) is None:  # the run never started: leave nothing behind
+            if created is not None:
+                shutil.rmtree(created, ignore_errors=True)
+            else:
+                _empty_folder(run_dir)
+
+
+def _check_writable(run_dir: Path) -> None:
+    """Refuse a run.dir that cannot be created or written (a file stands there or on its path, a read-only folder),
+    creating nothing: the probe writes in the deepest folder that already exists."""
+    from searchrl.fileio import check_writable
+
+    check_writable(next(p for p in [run_dir, *run_dir.parents] if p.exists() or p == p.parent), "run.dir", folder=True)
+
+
+def _check_new_run_folder(cfg: Any, run_dir: Path) -> bool:
+    """Refuse a run.dir a fresh run may not use; returns whether it holds files the run is to replace."""
+    from searchrl.training.checkpoint import latest_checkpoint
+
+    if not run_dir.exists() or not any(run_dir.iterdir()):
+        return False
+    if not is_run_folder(run_dir):
+        raise SearchRLError(
+            f"run.dir: {run_dir} holds files but is not a searchrl run folder (no {RUN_MARKER}, no config.yaml with "
+            "checkpoints/); nothing there is replaced, run.overwrite included: pick another run.dir"
+        )
+    never_started = latest_checkpoint(run_dir) is None  # nothing of value to keep
+    if not never_started and not cfg.run.overwrite:
+        raise SearchRLError(
+            f"run folder {run_dir} already exists; resume it with `searchrl train --resume {run_dir}`, "
+            "pick another run.dir, or set run.overwrite=true to delete it"
+        )
+    inside = _sources_inside(cfg, run_dir)
+    if inside:
+        raise SearchRLError(
+            f"run.dir: {run_dir} holds {inside[0]}, which this run reads, and would be replaced; "
+            "move that out of the run folder or pick another run.dir"
+        )
+    return True
+
+
+def _sources_inside(cfg: Any, run_dir: Path) -> list[str]:
+    """The `key=value` settings whose file or folder is `run_dir` or lies inside it."""
+    settings = {"data.train": [cfg.data.train], "data.val": list(cfg.data.val),
+                "retrieval.index": [cfg.retrieval.index], "model.name": [cfg.model.name],
+                "train.warm_start": [cfg.train.warm_start], "sft.data": [cfg.sft.data]}
+    root = run_dir.resolve()
+    out = []
+    for key, values in settings.items():
+        for value in filter(None, values):
+            body = value.split("=", 1)[-1].rsplit("@", 1)[0]  # a data spec's NAME=PATH@SPLIT
+            paths = {Path(v).expanduser().resolve() for v in (value, body) if Path(v).expanduser().exists()}
+            if any(p == root or root in p.parents for p in paths):
+                out.append(f"{key}={value}")
+    return out
+
+
+def _create_run_folder(cfg: Any, run_dir: Path, *, replace: bool) -> None:
+    """Create (or empty, when replacing) the run folder, mark it as a run and save the config."""
+    from searchrl.training.checkpoint import atomic_write_json
+    from searchrl.training.config import save_config
+
+    if replace:
+        _empty_folder(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(run_dir / RUN_MARKER, {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    save_config(cfg, run_dir / CONFIG_FILE)
+
+
+def _empty_folder(path: Path) -> None:
+    if path.is_dir():
+        for entry in path.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+
+def _finished_summary(run_dir: Path, latest: Path, cfg: Any) -> dict[str, Any] | None:
+    """The summary of a run that already ran all of `train.steps` (and wrote summary.json), else None."""
+    import json
+    import sys
+
+    summary = run_dir / SUMMARY_FILE
+    step = json.loads((latest / "state.json").read_text())["step"]
+    if not summary.is_file() or step < cfg.train.steps:
+        return None
+    print(f"{run_dir} is finished ({step} of train.steps={cfg.train.steps} steps); its summary is {summary}. "
+          f"Nothing to do; to train on, resume with a larger train.steps", file=sys.stderr)
+    return json.loads(summary.read_text())
+
+
+def _restore(t: Trainer) -> Path:
+    """Load the latest checkpoint into the trainer, refusing one the config does not fit; only then save the
+    (possibly overridden) config, cut the logs back to the checkpoint's step and mark its best checkpoint."""
+    from searchrl.training.checkpoint import (
+        best_checkpoint,
+        checkpoint_dir,
+        is_complete,
+        latest_checkpoint,
+        load_checkpoint,
+        mark_best,
+    )
+    from searchrl.training.config import save_config
+    from searchrl.training.logger import EVENTS_FILE, METRICS_FILE, truncate_jsonl
+
+    folder = latest_checkpoint(t.run_dir)
+    raw = load_checkpoint(folder, model=t.model, optimizer=t.optimizer)
+    t.state = TrainerState.from_dict(raw)
+    expected = t.sampler.cursor(t.state.step + 1)
+    if raw.get("data_cursor") != expected:
+        raise SearchRLError(
+            f"{folder}: its data cursor ({raw.get('data_cursor')}) does not match train.batch_size="
+            f"{t.cfg.train.batch_size} (which gives {expected}); resume with the run's train.batch_size"
+        )
+    if t.state.monitor is not None:
+        t.monitor.load_state_dict(t.state.monitor)
+    save_config(t.cfg, t.run_dir / CONFIG_FILE)
+    truncate_jsonl(t.run_dir / METRICS_FILE, t.state.step)
+    truncate_jsonl(t.run_dir / EVENTS_FILE, t.state.step)
+    best = checkpoint_dir(t.run_dir, t.state.best_step) if t.state.best_step is not None else None
+    if t.cfg.checkpoint.keep_best and best is not None and best_checkpoint(t.run_dir) != best and is_complete(best):
+        mark_best(t.run_dir, t.state.best_step, t.state.best_score)  # killed between a checkpoint and its best.json
+    return folder
 
 
 def _start(t: Trainer) -> None:
@@ -499,9 +650,11 @@ def _on_interrupt(t: Trainer) -> None:
         if t.state.step > 0 or latest is not None:
             _save(t, best=False)
     latest = latest_checkpoint(t.run_dir)
-    where = f"checkpoint {latest.name}" if latest is not None else "no checkpoint (interrupted before the first)"
     t.logger.close()
-    t.logger.announce(f"Interrupted after step {t.state.step}: {where} in {t.run_dir}. "
+    if latest is None:
+        t.logger.announce("Interrupted before the first checkpoint: nothing kept; start the run again")
+        return
+    t.logger.announce(f"Interrupted after step {t.state.step}: checkpoint {latest.name} in {t.run_dir}. "
                       f"Resume with: searchrl train --resume {t.run_dir}")
 
 
@@ -542,7 +695,7 @@ def _finish(t: Trainer) -> dict[str, Any]:
         "best_step": t.state.best_step,
         "best_checkpoint": str(best_checkpoint(t.run_dir) or ""),
     }
-    atomic_write_json(t.run_dir / "summary.json", json.loads(json.dumps(summary, default=float)))
+    atomic_write_json(t.run_dir / SUMMARY_FILE, json.loads(json.dumps(summary, default=float)))
     print_summary(t, summary)
     return summary
 

@@ -229,9 +229,13 @@ def export_policy(model: torch.nn.Module, tokenizer: Any, out_dir: Path) -> Path
     to_save = model
     if is_lora(model):
         to_save = copy.deepcopy(model).merge_and_unload()
-    to_save.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    give_umask_permissions(tmp)
+    try:
+        to_save.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        give_umask_permissions(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # a failed export (full disk) leaves no half-written folder
+        raise
     if out_dir.exists():
         old = out_dir.parent / f".old-{out_dir.name}"
         shutil.rmtree(old, ignore_errors=True)
