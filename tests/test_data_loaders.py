@@ -12,12 +12,14 @@ import pytest
 from searchrl.cli import main as cli_main
 from searchrl.data import (
     DataSource,
+    Question,
     load_flashrag_jsonl,
     load_parquet,
     load_source,
     load_sources,
     question_from_searchr1_prompt,
 )
+from searchrl.data.loaders import split_questions
 from searchrl.errors import DataError
 
 SEARCH_R1_PROMPT = (
@@ -79,6 +81,17 @@ def test_flashrag_jsonl_coerces_numeric_answers_and_ids(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "years.jsonl", [{"id": 7, "question": "when?", "golden_answers": [1912, "1912"]}])
     (q,) = load_flashrag_jsonl(path)
     assert q.id == "7" and q.golden_answers == ["1912", "1912"] and q.data_source == "years"
+
+
+def test_a_non_utf8_line_names_the_file_and_line_and_a_bom_is_accepted(tmp_path: Path) -> None:
+    row = json.dumps(flashrag_rows(1)[0]).encode()
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(row + b"\n" + '{"id": "x", "question": "caf\u00e9?", "golden_answers": ["a"]}\n'.encode("latin-1"))
+    with pytest.raises(DataError, match=r"latin1\.jsonl:2: not valid UTF-8 .*save the file as UTF-8"):
+        load_flashrag_jsonl(path)
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + row + b"\n")  # Windows editors start files with a byte-order mark
+    assert [q.id for q in load_flashrag_jsonl(bom)] == ["q0"]
 
 
 def test_empty_and_missing_files(tmp_path: Path) -> None:
@@ -188,11 +201,11 @@ def test_single_file_source_picks_up_sibling_corpus(tmp_path: Path) -> None:
     assert load_source(str(tmp_path / "questions.jsonl")).corpus_path == tmp_path / "corpus.jsonl"
 
 
-def test_shared_data_folders_load(shared_data: Path) -> None:
-    nq = load_source(str(shared_data / "nq_oracle"))
+def test_real_sample_folders_load(qa_samples: Path) -> None:
+    nq = load_source(str(qa_samples / "nq_oracle"))
     assert nq.name == "nq_oracle" and len(nq.questions) == 500
-    assert nq.corpus_path == shared_data / "nq_oracle" / "corpus.jsonl"
-    hotpot = load_source(str(shared_data / "hotpotqa_distractor"))
+    assert nq.corpus_path == qa_samples / "nq_oracle" / "corpus.jsonl"
+    hotpot = load_source(str(qa_samples / "hotpotqa_distractor"))
     assert {q.metadata["type"] for q in hotpot.questions} == {"bridge", "comparison"}
 
 
@@ -201,8 +214,8 @@ def test_unknown_specs_explain_what_is_accepted(tmp_path: Path) -> None:
         load_source(str(tmp_path / "nope.jsonl"))
     with pytest.raises(DataError, match="known benchmark"):
         load_source("not_a_benchmark")
-    with pytest.raises(DataError, match="splits 'train' and 'test'"):
-        load_source("world@dev")
+    with pytest.raises(DataError, match="splits 'train', 'dev', 'test', not 'val'"):
+        load_source("world@val")
     weird = tmp_path / "q.csv"
     weird.write_text("a,b\n")
     with pytest.raises(DataError, match="unsupported file type"):
@@ -237,3 +250,90 @@ def test_cli_data_show_reports_errors_without_traceback(tmp_path: Path, capsys: 
     good = write_jsonl(tmp_path / "good.jsonl", flashrag_rows(2))
     assert cli_main(["data", "show", str(good), "-n", "1"]) == 0
     assert "good: 2 questions" in capsys.readouterr().out
+
+
+# --- derived train / dev / test splits of an undivided questions file ----------------------------------
+
+
+def numbered(n: int, start: int = 0) -> list[Question]:
+    return [Question(id=f"q{i}", question=f"question {i}", golden_answers=["a"], data_source="x")
+            for i in range(start, start + n)]
+
+
+def test_split_questions_is_disjoint_seeded_order_free_and_stable() -> None:
+    questions = numbered(2000)
+    parts = split_questions(questions, seed=0)
+    ids = {name: [q.id for q in part] for name, part in parts.items()}
+    assert list(ids) == ["train", "dev", "test"]
+    assert sorted(sum(ids.values(), []), key=lambda x: int(x[1:])) == [q.id for q in questions]  # a partition
+    assert len(set(sum(ids.values(), []))) == 2000
+    for name, share in (("train", 0.8), ("dev", 0.1), ("test", 0.1)):
+        assert abs(len(ids[name]) / 2000 - share) < 0.03, name  # binomial: ±0.007 (dev) to ±0.009 (train) sd
+        assert ids[name] == sorted(ids[name], key=lambda x: int(x[1:]))  # input order kept
+    assert {k: [q.id for q in v] for k, v in split_questions(questions[::-1], seed=0).items()} == \
+        {k: v[::-1] for k, v in ids.items()}  # the file's order does not matter
+    assert {k: [q.id for q in v] for k, v in split_questions(questions, seed=0).items()} == ids  # deterministic
+    assert [q.id for q in split_questions(questions, seed=1)["test"]] != ids["test"]  # seeded
+    # Stable: appending questions never moves an old one to another part (no test question leaks into train).
+    grown = split_questions(questions + numbered(500, start=2000), seed=0)
+    for name in ids:
+        assert [q.id for q in grown[name]][: len(ids[name])] == ids[name]
+    halves = split_questions(questions, seed=0, fractions=(0.5, 0.0, 0.5))
+    assert halves["dev"] == [] and len(halves["train"]) + len(halves["test"]) == 2000
+    with pytest.raises(ValueError, match="summing to 1"):
+        split_questions(questions, fractions=(0.8, 0.1))
+
+
+def test_a_folder_with_only_questions_jsonl_trains_on_train_and_holds_out_test(qa_samples: Path) -> None:
+    from searchrl.training.config import DataConfig
+
+    folder = qa_samples / "nq_oracle"  # questions.jsonl + corpus.jsonl, no per-split files
+    cfg = DataConfig()
+    train = load_source(str(folder), split=cfg.train_split)  # what `searchrl train data.train=FOLDER` loads
+    val = load_source(str(folder), split=cfg.val_split)
+    parts = {name: load_source(f"{folder}@{name}") for name in ("train", "dev", "test")}
+    assert [q.uid for q in train.questions] == [q.uid for q in parts["train"].questions]
+    ids = {name: {q.id for q in src.questions} for name, src in parts.items()}
+    assert not ids["train"] & ids["dev"] and not ids["train"] & ids["test"] and not ids["dev"] & ids["test"]
+    assert not ids["train"] & {q.id for q in val.questions}  # validation never sees a training question
+    assert len(ids["train"]) + len(ids["dev"]) + len(ids["test"]) == 500
+    assert 350 <= len(ids["train"]) <= 450 and 30 <= len(ids["dev"]) <= 70 and 30 <= len(ids["test"]) <= 70
+    for name, src in parts.items():
+        assert src.split == name and src.name == "nq_oracle" and src.corpus_path == folder / "corpus.jsonl"
+        assert f"{name} part of a 80/10/10 train/dev/test split" in src.origin
+    assert {q.id for q in load_source(str(folder), split="validation").questions} == ids["dev"]
+    assert {q.id for q in load_source(f"{folder / 'questions.jsonl'}@test").questions} == ids["test"]  # a file too
+    assert len(load_source(str(folder)).questions) == 500  # no split asked: the whole file
+
+
+def test_per_split_files_win_over_the_derived_split(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "questions.jsonl", flashrag_rows(40))
+    write_jsonl(tmp_path / "dev.jsonl", flashrag_rows(3))
+    assert len(load_source(str(tmp_path), split="dev").questions) == 3
+    assert load_source(str(tmp_path), split="val").split == "dev"  # dev.jsonl answers for val too
+    assert load_source(str(tmp_path), split="train").split == "train"  # no train.jsonl: cut from questions.jsonl
+    write_jsonl(tmp_path / "train.jsonl", flashrag_rows(5))
+    assert len(load_source(str(tmp_path / "train.jsonl"), split="test").questions) == 5  # a split file is whole
+
+
+def test_a_derived_split_that_comes_out_empty_says_so(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "questions.jsonl", flashrag_rows(2))
+    empty = next(name for name, part in split_questions(load_source(str(tmp_path)).questions).items() if not part)
+    with pytest.raises(DataError, match=f"the '{empty}' part of its 80/10/10 train/dev/test split is empty"):
+        load_source(str(tmp_path), split=empty)
+
+
+def test_a_folder_without_questions_says_which_files_it_expects(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    write_jsonl(tmp_path / "corpus.jsonl", [{"id": "0", "contents": '"T"\ntext'}])
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(DataError) as err:
+        load_source(str(tmp_path), split="train")
+    msg = str(err.value)
+    assert "train.jsonl or train.parquet or questions.jsonl (to cut into train/dev/test)" in msg
+    assert "the folder holds corpus.jsonl, notes.txt" in msg
+    with pytest.raises(DataError, match="expected questions.jsonl .* or per-split files train.jsonl, dev.jsonl"):
+        load_source(str(tmp_path))
+    assert cli_main(["data", "show", str(tmp_path)]) == 2
+    err_text = capsys.readouterr().err
+    assert "questions.jsonl" in err_text and "Traceback" not in err_text and len(err_text.splitlines()) == 1

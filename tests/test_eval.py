@@ -170,10 +170,11 @@ class CountingRetriever:
 
 def test_oracle_policy_scores_perfectly_through_the_full_path(tokenizer, world_test) -> None:
     source, oracles = world_test
-    report = evaluate(ScriptedBackend(tokenizer, oracle_script(oracles)), tokenizer, [source], progress=False,
-                      n_resamples=200)
+    report = evaluate(ScriptedBackend(tokenizer, oracle_script(oracles)), tokenizer, [source], limit=200,
+                      progress=False, n_resamples=200)
     world = report.datasets["world"]
     assert world["n"] == 200 and world["finish_reasons"] == {"answer": 200}
+    assert world["n_total"] == len(source.questions) > 200
     for key in ("em", "f1", "cover_em", "format_valid", "answer_in_retrieval"):
         assert world[key] == 1.0 and world[f"{key}_ci_low"] == 1.0, key
     assert world["searches"] == pytest.approx((100 * 1 + 60 * 2 + 40 * 2) / 200)  # single, bridge, comparison
@@ -190,11 +191,12 @@ def test_wrong_answers_without_search_score_zero(tokenizer, world_test) -> None:
     report = evaluate(ScriptedBackend(tokenizer, [["<answer>nobody</answer>"]]), tokenizer, [source], limit=30,
                       progress=False, n_resamples=100)
     world = report.datasets["world"]
-    assert world["n"] == 30 and world["n_total"] == 200
+    total = len(source.questions)
+    assert world["n"] == 30 and world["n_total"] == total
     assert world["em"] == world["f1"] == world["searches"] == world["answer_in_retrieval"] == 0.0
     assert world["format_valid"] == 1.0  # a bare answer is a valid protocol sequence
-    assert world["sample"] == "30 of 200 questions, seeded stratified by metadata.type sample (seed 0)"
-    assert "30 of 200 questions" in report.to_markdown()
+    assert world["sample"] == f"30 of {total} questions, seeded stratified by metadata.type sample (seed 0)"
+    assert f"30 of {total} questions" in report.to_markdown()
 
 
 def test_limit_and_seed_pick_a_stratified_reproducible_subset(tokenizer, world_test) -> None:
@@ -203,7 +205,7 @@ def test_limit_and_seed_pick_a_stratified_reproducible_subset(tokenizer, world_t
     a = evaluate(backend, tokenizer, [source], limit=20, seed=1, progress=False, n_resamples=50)
     b = evaluate(backend, tokenizer, [source], limit=20, seed=1, progress=False, n_resamples=50)
     assert [r["uid"] for r in a.records] == [r["uid"] for r in b.records]
-    assert [r["type"] for r in a.records].count("single-hop") == 10  # 100/200 of the split
+    assert [r["type"] for r in a.records].count("single-hop") == 10  # half the split is single-hop
 
 
 def test_direct_mode_never_searches(tokenizer, world_test) -> None:
@@ -358,11 +360,113 @@ def test_cli_protocol_from_template_files(tmp_path: Path) -> None:
     assert "without detailed" in build_protocol(parser.parse_args(["--mode", "direct"])).instruction
 
 
+# --- a retriever that fails ------------------------------------------------------------------------------
+
+
+class FailingRetriever:
+    """Fails every call that carries one of `bad` queries; answers the rest with `inner`."""
+
+    def __init__(self, inner, bad: set[str]) -> None:
+        self.inner, self.bad, self.calls = inner, bad, 0
+
+    def search(self, queries, topk=3):
+        self.calls += 1
+        if self.bad & set(queries):
+            raise RuntimeError("connection refused")
+        return self.inner.search(queries, topk=topk)
+
+
+def test_questions_whose_search_failed_are_left_out_of_the_scores_and_counted(tokenizer, world_test) -> None:
+    from searchrl.retrieval.index import load_retriever
+
+    source, oracles = world_test
+    chosen, _ = stratified_sample(source.questions, 8, 0)
+    by_uid = {o.uid: o for o in oracles}
+    bad = {by_uid[chosen[0].uid].queries[0], by_uid[chosen[3].uid].queries[-1]}
+    failing = {q.uid for q in chosen if bad & set(by_uid[q.uid].queries)}
+    retriever = FailingRetriever(load_retriever(str(source.corpus_path)), bad)
+    report = evaluate(ScriptedBackend(tokenizer, oracle_script(oracles)), tokenizer, [source], retriever=retriever,
+                      limit=8, batch_size=1, progress=False, n_resamples=50,
+                      rollout_cfg=RolloutConfig(retrieval_backoff_s=0))  # batch_size=1: a failure hits one question
+    world = report.datasets["world"]
+    assert world["retrieval_errors"] == len(failing) >= 2 and report.macro["retrieval_errors"] == len(failing)
+    assert world["finish_reasons"]["retrieval_error"] == len(failing)
+    assert world["n"] == 8 - len(failing) and world["em"] == 1.0  # failures are not scored as wrong answers
+    failed = [r for r in report.records if r["finish_reason"] == "retrieval_error"]
+    assert {r["uid"] for r in failed} == failing and "connection refused" in failed[0]["retrieval_error"]
+    table = report.to_markdown()
+    assert f"| retrieval errors | {len(failing)} |" in table and "WARNING" in table
+    assert json.loads(report.to_json())["datasets"]["world"]["retrieval_errors"] == len(failing)
+
+
+def test_an_unreachable_retriever_url_fails_before_the_model_is_loaded(monkeypatch: pytest.MonkeyPatch,
+                                                                       world_test) -> None:
+    import searchrl.models
+    from searchrl.errors import RetrievalError
+    from searchrl.retrieval import client
+
+    monkeypatch.setattr(client, "backoff_delay", lambda *a: 0.0)  # the client's retries, without their waits
+    monkeypatch.setattr(searchrl.models, "load_policy", lambda *a, **k: pytest.fail("the model was loaded"))
+    with pytest.raises(RetrievalError) as err:
+        evaluate("default", None, [world_test[0]], retriever="http://127.0.0.1:9", progress=False)
+    msg = str(err.value)
+    assert "http://127.0.0.1:9" in msg and "failed a test search" in msg and "searchrl serve" in msg
+
+
+def test_cli_eval_exits_2_and_says_so_when_searches_failed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                           tokenizer, world_test,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import searchrl.evaluation.harness as harness
+
+    source, oracles = world_test
+    real = harness.evaluate
+    retriever = FailingRetriever(None, {o.queries[0] for o in oracles})  # every first search fails
+
+    def scripted(policy, tokenizer_, sources, **kw):  # the CLI's call, with a scripted policy and that retriever
+        return real(ScriptedBackend(tokenizer, oracle_script(oracles)), tokenizer, sources,
+                    **{**kw, "retriever": retriever, "rollout_cfg": RolloutConfig(retrieval_backoff_s=0)})
+
+    monkeypatch.setattr(harness, "evaluate", scripted)
+    out = tmp_path / "res.json"
+    code = cli_main(["eval", "--data", "world", "--limit", "3", "--out", str(out), "--no-progress",
+                     "--resamples", "20"])
+    captured = capsys.readouterr()
+    assert code == 2 and "Traceback" not in captured.err
+    assert "3 of 3 questions failed retrieval after retries" in captured.err and "connection refused" in captured.err
+    assert "| retrieval errors | 3 |" in captured.out  # the table is printed and written, with the count
+    assert json.loads(out.read_text())["datasets"]["world"]["retrieval_errors"] == 3
+
+
+# --- a paired comparison ----------------------------------------------------------------------------------
+
+
+def test_paired_gain_interval_is_paired_not_two_independent_bootstraps() -> None:
+    """Two evaluations of the same questions are highly correlated: a paired bootstrap of the per-question
+    differences is much narrower than the difference of two independent (unpaired) bootstraps."""
+    from searchrl.evaluation.bootstrap import bootstrap_means, percentile_interval
+    from searchrl.training.trainer import paired_gain
+
+    rng = np.random.default_rng(0)
+    n = 400
+    start = (rng.random(n) < 0.5).astype(float)
+    final = start.copy()
+    final[rng.choice(np.flatnonzero(start == 0), 20, replace=False)] = 1.0  # +0.05 EM, all else unchanged
+    g = paired_gain({"per_question_em": {"d": {f"q{i}": start[i] for i in range(n)}}},
+                    {"per_question_em": {"d": {f"q{i}": final[i] for i in range(n)}}}, seed=0)["d"]
+    assert g["em_gain"] == pytest.approx(0.05) and g["n"] == n
+    draws = np.random.default_rng(0)
+    unpaired = percentile_interval(bootstrap_means(final, 2000, draws) - bootstrap_means(start, 2000, draws))
+    paired_width, unpaired_width = g["ci_high"] - g["ci_low"], unpaired[1] - unpaired[0]
+    # sd of the mean: paired √(0.05·0.95/400) ≈ 0.011, unpaired √(2·0.25/400) ≈ 0.035, about 3× wider.
+    assert paired_width < 0.5 * unpaired_width
+    assert g["ci_low"] > 0 > unpaired[0]  # only the paired interval sees the gain
+
+
 # --- the real default model ------------------------------------------------------------------------------
 
 
 @pytest.mark.slow
-def test_real_smollm2_on_nq_sample_completes_and_reports(shared_data: Path) -> None:
+def test_real_smollm2_on_nq_sample_completes_and_reports(qa_samples: Path) -> None:
     import torch
 
     from searchrl.models import load_policy
@@ -370,7 +474,7 @@ def test_real_smollm2_on_nq_sample_completes_and_reports(shared_data: Path) -> N
 
     torch.set_num_threads(2)
     model, tok = load_policy("default")
-    report = evaluate(model, tok, [str(shared_data / "nq_oracle")], limit=20, progress=False,
+    report = evaluate(model, tok, [str(qa_samples / "nq_oracle")], limit=20, progress=False,
                       protocol_cfg=ProtocolConfig(assistant_prefix="<search>"),
                       rollout_cfg=RolloutConfig(max_turns=1, max_turn_tokens=16, max_obs_tokens=128, topk=1),
                       batch_size=20)

@@ -42,9 +42,12 @@ def test_same_seed_same_files_different_seed_different(tmp_path: Path, world_fol
 
 def test_default_sizes_mix_and_formats(world, world_folder: Path) -> None:
     cfg = world.config
-    assert len(world.entities) == cfg.countries + cfg.cities + cfg.people + cfg.organisations + cfg.works
-    assert (len(world.train), len(world.test)) == (cfg.train_questions, cfg.test_questions)
-    assert Counter(q.metadata["type"] for q in world.test) == {"single-hop": 100, "bridge": 60, "comparison": 40}
+    train_graph = sum(split == "train" for split in world.split_of.values())
+    assert train_graph == cfg.countries + cfg.cities + cfg.people + cfg.organisations + cfg.works
+    assert len(world.split_of) == len(world.entities) > train_graph
+    assert (len(world.train), len(world.dev), len(world.test)) == (1000, 200, 500)
+    assert Counter(q.metadata["type"] for q in world.test) == {"single-hop": 250, "bridge": 150, "comparison": 100}
+    assert Counter(q.metadata["type"] for q in world.dev) == {"single-hop": 100, "bridge": 60, "comparison": 40}
     corpus = [json.loads(line) for line in (world_folder / "corpus.jsonl").read_text().splitlines()]
     assert len(corpus) == len(world.entities) and len({r["id"] for r in corpus}) == len(corpus)
     for row in corpus:  # wiki-18 convention and short passages for a small model
@@ -59,11 +62,44 @@ def test_default_sizes_mix_and_formats(world, world_folder: Path) -> None:
                for r in rows)
 
 
-def test_train_and_test_share_no_question(world) -> None:
-    train = {q.question for q in world.train}
-    test = {q.question for q in world.test}
-    assert len(train) == len(world.train) and len(test) == len(world.test)  # no duplicates inside a split
-    assert not train & test
+def _support(questions) -> set[str]:
+    return {doc for q in questions for doc in q.metadata["support_doc_ids"]}
+
+
+def _named_answers(world, questions) -> set[str]:
+    """Answers that are names of the world's entities (not years or occupations, which splits may share)."""
+    names = {e.name for e in world.entities}
+    return {a for q in questions for a in q.golden_answers if a in names}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_splits_are_held_out_by_entity(seed: int, world) -> None:
+    w = world if seed == 0 else generate_world(WorldConfig(seed=seed))
+    texts = {split: [q.question for q in w.questions(split)] for split in ("train", "dev", "test")}
+    for split, qs in texts.items():
+        assert len(set(qs)) == len(qs), f"duplicate questions inside {split}"
+    assert not set(texts["train"]) & set(texts["dev"]) and not set(texts["train"]) & set(texts["test"])
+    assert not set(texts["dev"]) & set(texts["test"])
+    # No support passage of a dev or test question supports a train question; no test passage a dev question.
+    train, dev, test = _support(w.train), _support(w.dev), _support(w.test)
+    assert not train & dev and not train & test and not dev & test
+    # Every support passage belongs to its question's own graph ...
+    for split in ("train", "dev", "test"):
+        assert {w.split_of[d] for d in _support(w.questions(split))} == {split}
+    # ... and no held-out answer is a train answer, or a name that a train question mentions.
+    train_text = " ".join(texts["train"])
+    for split in ("dev", "test"):
+        answers = _named_answers(w, w.questions(split))
+        assert answers and not answers & _named_answers(w, w.train)
+        assert not [a for a in answers if re.search(rf"\b{re.escape(a)}\b", train_text)]
+
+
+def test_held_out_graphs_grow_to_supply_their_questions() -> None:
+    w = generate_world(WorldConfig(seed=3, countries=2, cities=4, people=6, organisations=2, works=2,
+                                   train_questions=20, dev_questions=40, test_questions=400))
+    assert (len(w.train), len(w.dev), len(w.test)) == (20, 40, 400)
+    graph = Counter(w.split_of.values())
+    assert graph["test"] > graph["dev"] > graph["train"]
 
 
 def test_names_are_invented_and_unique(world) -> None:
@@ -126,9 +162,11 @@ def test_bm25_resolves_single_hop_questions_and_oracle_queries(world, world_fold
 
 
 def test_config_errors_name_the_field() -> None:
-    with pytest.raises(ConfigError, match="distinct single-hop questions but the splits need 55"):
+    with pytest.raises(ConfigError, match="train graph has .* distinct single-hop questions but the split needs 50"):
         generate_world(WorldConfig(countries=2, cities=4, people=6, organisations=2, works=2,
                                    train_questions=100, test_questions=10))
+    with pytest.raises(ConfigError, match="world.dev_questions must be >= 0"):
+        generate_world(WorldConfig(dev_questions=-1))
     with pytest.raises(ConfigError, match="world.mix"):
         generate_world(WorldConfig(mix=(0.0, 0.0, 0.0)))
     with pytest.raises(ConfigError, match="world.cities"):
@@ -152,7 +190,9 @@ def test_world_source_is_cached_and_deterministic(tmp_path: Path, monkeypatch: p
     assert train.oracle_path == folder / "oracle_train.jsonl" and test.oracle_path == folder / "oracle_test.jsonl"
     assert load_source(str(folder), split="train").oracle_path == folder / "oracle_train.jsonl"  # folder form too
     assert {q.data_source for q in test.questions} == {"world"}
-    assert (len(train.questions), len(test.questions)) == (1000, 200)
+    assert (len(train.questions), len(test.questions)) == (1000, 500)
+    dev = load_source("world:7@dev")
+    assert dev.split == "dev" and len(dev.questions) == 200 and dev.oracle_path == folder / "oracle_dev.jsonl"
     assert not list(tmp_path.glob("worlds/.*"))  # no temporary build folders left behind
 
 

@@ -30,7 +30,8 @@ AGENT_NAME = "searchrl_search_r1"
 
 
 def rows(spec: str, split: str, protocol: ProtocolConfig) -> list[dict]:
-    source = load_source(spec, split)
+    # A file is taken whole (it was named for this split); folders, benchmarks and the world pick `split`.
+    source = load_source(spec, None if Path(spec).is_file() else split)
     out = []
     for index, q in enumerate(source.questions):
         # the same user message searchrl.protocol renders (the agent loop re-renders it from `question`)

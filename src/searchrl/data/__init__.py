@@ -10,6 +10,7 @@ from searchrl.data.loaders import (
     load_source,
     load_sources,
     question_from_searchr1_prompt,
+    split_questions,
 )
 from searchrl.data.oracle import OracleTrajectory, load_oracle
 from searchrl.data.types import Question
@@ -32,6 +33,7 @@ __all__ = [
     "load_source",
     "load_sources",
     "question_from_searchr1_prompt",
+    "split_questions",
     "world_dir",
     "write_world",
 ]

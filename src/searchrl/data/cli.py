@@ -1,6 +1,6 @@
 """`searchrl data`: data utilities.
 
-    searchrl data world --seed 0 --out DIR [--people N ...] [--train N --test N] [--mix 0.5,0.3,0.2]
+    searchrl data world --seed 0 --out DIR [--people N ...] [--train N --dev N --test N] [--mix 0.5,0.3,0.2]
     searchrl data show SPEC [--split S] [-n 3]
 """
 
@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         world.add_argument(f"--{name}", type=int, default=getattr(default, name),
                            help=f"number of {name} (default {getattr(default, name)})")
     world.add_argument("--train", type=int, default=default.train_questions, help="number of train questions")
+    world.add_argument("--dev", type=int, default=default.dev_questions,
+                       help="number of dev (validation) questions")
     world.add_argument("--test", type=int, default=default.test_questions, help="number of test questions")
     world.add_argument("--mix", default=",".join(str(m) for m in default.mix),
                        help="shares of single-hop,bridge,comparison questions (default %(default)s)")
@@ -56,10 +58,13 @@ def main(args: argparse.Namespace) -> int:
     if args.data_command == "show":
         return _show(args)
     from searchrl.data.world import WorldConfig, generate_world, write_world
+    from searchrl.fileio import check_writable
 
     names = {f.name for f in fields(WorldConfig)}
-    cfg = WorldConfig(seed=args.seed, train_questions=args.train, test_questions=args.test, mix=_parse_mix(args.mix),
-                      oracle_think=not args.no_think, **{n: getattr(args, n) for n in _SIZE_FIELDS if n in names})
+    cfg = WorldConfig(seed=args.seed, train_questions=args.train, dev_questions=args.dev, test_questions=args.test,
+                      mix=_parse_mix(args.mix), oracle_think=not args.no_think,
+                      **{n: getattr(args, n) for n in _SIZE_FIELDS if n in names})
+    check_writable(args.out, "--out", folder=True)  # before generating, not after
     start = time.perf_counter()
     world = generate_world(cfg)
     out = write_world(world, args.out)
@@ -67,10 +72,12 @@ def main(args: argparse.Namespace) -> int:
     counts = manifest["counts"]
     print(f"wrote the synthetic world (seed {cfg.seed}) to {out} in {time.perf_counter() - start:.2f} s")
     print(f"  corpus.jsonl        {counts['passages']} passages")
-    for split in ("train", "test"):
+    splits = ["train", "dev", "test"]
+    for split in splits:
         mix = ", ".join(f"{counts[f'{split}/{t}']} {t}" for t in ("single-hop", "bridge", "comparison"))
         print(f"  {split + '.jsonl':<19} {counts[split]} questions ({mix})")
-    print(f"  oracle_train.jsonl  {len(world.oracle_train)} oracle trajectories (oracle_test.jsonl: {len(world.oracle_test)})")
+    print(f"  oracle_train.jsonl  {len(world.oracle_train)} oracle trajectories ("
+          + ", ".join(f"oracle_{s}.jsonl: {len(world.oracles(s))}" for s in splits[1:]) + ")")
     return 0
 
 

@@ -12,13 +12,18 @@ One entry point, `load_source(spec, split=None) -> DataSource`. `spec` is one of
 - `world` or `world:SEED`: the built-in synthetic world, generated into the cache on first use.
 
 `NAME=SPEC` renames a source (its questions' `data_source` becomes NAME) and `SPEC@SPLIT` picks a split.
+A folder (or file) holding one undivided `questions.jsonl` has derived splits: `train`, `dev` and `test` are
+the disjoint 80/10/10 parts `split_questions` cuts by a seeded hash of each question id (so `FOLDER@train`
+trains and `FOLDER@test` is held out); without a split the whole file is loaded.
 A malformed row raises `DataError` naming the file, the line (or parquet row) and the field.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +48,11 @@ FLASHRAG_REPO = "RUC-NLPIR/FlashRAG_datasets"
 # Split names FlashRAG and Search-R1 use, in the order a folder is searched when no split is given.
 DEFAULT_SPLIT_ORDER = ("questions", "test", "dev", "validation", "val", "train")
 _SPLIT_NAMES = {"train", "dev", "test", "val", "validation", "questions"}
+# Derived splits of an undivided questions file (`split_questions`), and the names each may be asked for by.
+DERIVED_SPLITS = ("train", "dev", "test")
+DEFAULT_SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
+SPLIT_SEED = 0  # fixed, so that the trainer's train and validation loads cut the same way
+_SPLIT_ALIASES = {"train": "train", "dev": "dev", "val": "dev", "validation": "dev", "test": "test"}
 
 
 @dataclass
@@ -312,6 +322,42 @@ def load_benchmark(name: str, split: str | None = None) -> list[Question]:
     )
 
 
+# --- derived splits ------------------------------------------------------------------------------------
+
+
+def split_questions(
+    questions: Sequence[Question], seed: int = SPLIT_SEED, fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS,
+) -> dict[str, list[Question]]:
+    """Cut questions into disjoint `train` / `dev` / `test` parts of about `fractions` of them each.
+
+    A question goes to the part whose cumulative-fraction interval holds u = blake2b(f"{seed}:{id}") / 2^64,
+    so its part depends only on (seed, id, fractions): not on the file's order, and not on other questions
+    (appending questions never moves one from test into train). Part sizes are binomial around the fractions
+    (500 questions: dev ≈ 50 ± 7). Each part keeps the input order.
+    """
+    if len(fractions) != len(DERIVED_SPLITS) or any(not math.isfinite(f) or f < 0 for f in fractions) \
+            or abs(sum(fractions) - 1.0) > 1e-6:
+        raise ValueError(f"fractions must be three numbers >= 0 summing to 1 (train, dev, test), got {fractions}")
+    bounds = [sum(fractions[: i + 1]) for i in range(len(fractions) - 1)]
+    out: dict[str, list[Question]] = {name: [] for name in DERIVED_SPLITS}
+    for q in questions:
+        digest = hashlib.blake2b(f"{seed}:{q.id}".encode(), digest_size=8).digest()
+        u = int.from_bytes(digest, "big") / 2.0**64
+        out[DERIVED_SPLITS[sum(u >= b for b in bounds)]].append(q)
+    return out
+
+
+def _derived_split(questions: list[Question], split: str, path: Path) -> tuple[list[Question], str]:
+    """(the `split` part of an undivided questions file, a note for the source's origin); `DataError` if empty."""
+    shares = "/".join(f"{round(100 * f)}" for f in DEFAULT_SPLIT_FRACTIONS)
+    part = split_questions(questions)[_SPLIT_ALIASES[split]]
+    if not part:
+        raise DataError(f"{path}: the '{split}' part of its {shares} train/dev/test split is empty ({len(questions)} "
+                        f"questions are too few); add questions or give a {split}.jsonl beside it")
+    note = f"{_SPLIT_ALIASES[split]} part of a {shares} train/dev/test split by id hash (seed {SPLIT_SEED})"
+    return part, f"{path}, {note}"
+
+
 # --- folders, specs ------------------------------------------------------------------------------------
 
 
@@ -329,21 +375,43 @@ def _load_file(path: Path, data_source: str | None) -> list[Question]:
 
 
 def load_folder(folder: Path, split: str | None = None, name: str | None = None) -> DataSource:
-    """A dataset folder: questions in `{split}.jsonl|.parquet` (or `questions.jsonl`), corpus in `corpus.jsonl`."""
-    candidates = [split] if split else list(DEFAULT_SPLIT_ORDER)
-    for cand in candidates:
-        for ext in (".jsonl", ".parquet"):
-            path = folder / f"{cand}{ext}"
-            if path.is_file():
-                source = name or folder.name
-                corpus = folder / "corpus.jsonl"
-                oracle = folder / f"oracle_{cand}.jsonl"
-                return DataSource(name=source, questions=_load_file(path, source),
-                                  corpus_path=corpus if corpus.is_file() else None,
-                                  split=None if cand == "questions" else cand, origin=str(path),
-                                  oracle_path=oracle if oracle.is_file() else None)
-    wanted = f"{split}.jsonl or {split}.parquet" if split else "questions.jsonl or test/dev/train.jsonl"
-    raise DataError(f"{folder}: no question file found (looked for {wanted})")
+    """A dataset folder: questions in `{split}.jsonl|.parquet` or `questions.jsonl`, corpus in `corpus.jsonl`.
+
+    Without `split`, the first of `DEFAULT_SPLIT_ORDER` found. With `split` train/dev/test (val, validation)
+    and no file of that name, the split is derived from `questions.jsonl|.parquet` (`split_questions`).
+    """
+    source = name or folder.name
+    if split is None:
+        candidates = [f"{c}{ext}" for c in DEFAULT_SPLIT_ORDER for ext in (".jsonl", ".parquet")]
+    elif _SPLIT_ALIASES.get(split) == "dev":  # FlashRAG says dev, others validation or val
+        candidates = [f"{c}{ext}" for c in ("dev", "validation", "val") for ext in (".jsonl", ".parquet")]
+    else:
+        candidates = [f"{split}.jsonl", f"{split}.parquet"]
+    derive = None
+    path = next((folder / c for c in candidates if (folder / c).is_file()), None)
+    if path is None and split in _SPLIT_ALIASES:
+        path = next((p for p in (folder / "questions.jsonl", folder / "questions.parquet") if p.is_file()), None)
+        derive = split
+    if path is None:
+        if split is None:
+            wanted = ("questions.jsonl (cut 80/10/10 into train/dev/test when a split is asked for) or per-split "
+                      "files train.jsonl, dev.jsonl, test.jsonl (or .parquet)")
+        else:
+            wanted = " or ".join(candidates) + (" or questions.jsonl (to cut into train/dev/test)"
+                                                if split in _SPLIT_ALIASES else "")
+        found = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+        listing = ", ".join(found[:8]) + (", …" if len(found) > 8 else "") if found else "nothing"
+        raise DataError(f"{folder}: no question file found; expected {wanted} with FlashRAG rows (id, question, "
+                        f"golden_answers), and corpus.jsonl beside it to search; the folder holds {listing}")
+    questions = _load_file(path, source)
+    origin = str(path)
+    if derive:
+        questions, origin = _derived_split(questions, derive, path)
+    corpus = folder / "corpus.jsonl"
+    oracle = folder / f"oracle_{path.stem}.jsonl"
+    return DataSource(name=source, questions=questions, corpus_path=corpus if corpus.is_file() else None,
+                      split=_SPLIT_ALIASES[derive] if derive else (None if path.stem == "questions" else path.stem),
+                      origin=origin, oracle_path=oracle if oracle.is_file() and not derive else None)
 
 
 def _split_spec(spec: str) -> tuple[str | None, str, str | None]:
@@ -374,12 +442,12 @@ def load_source(spec: str, split: str | None = None) -> DataSource:
 
     world = re.fullmatch(r"world(?::(-?\d+))?", body)
     if world:
-        from searchrl.data.world import DATA_SOURCE, world_dir
+        from searchrl.data.world import DATA_SOURCE, SPLITS, world_dir
 
         seed = int(world.group(1) or 0)
         split = split or "test"
-        if split not in ("train", "test"):
-            raise DataError(f"the world has splits 'train' and 'test', not '{split}'")
+        if split not in SPLITS:
+            raise DataError(f"the world has splits {', '.join(repr(x) for x in SPLITS)}, not '{split}'")
         folder = world_dir(seed)
         label = name or (DATA_SOURCE if seed == 0 else f"{DATA_SOURCE}:{seed}")
         questions = load_flashrag_jsonl(folder / f"{split}.jsonl", data_source=name or DATA_SOURCE)
@@ -393,9 +461,14 @@ def load_source(spec: str, split: str | None = None) -> DataSource:
     if path.is_file():
         questions = _load_file(path, name)
         corpus = path.parent / "corpus.jsonl"
+        # A file that is not itself a split (questions.jsonl, my_set.parquet) is cut like a folder's questions.jsonl.
+        origin = str(path)
+        derive = split in _SPLIT_ALIASES and path.stem.lower() not in _SPLIT_ALIASES
+        if derive:
+            questions, origin = _derived_split(questions, split, path)
         return DataSource(name=name or _name_from_file(path), questions=questions,
                           corpus_path=corpus if corpus.is_file() and corpus != path else None,
-                          split=split, origin=str(path))
+                          split=_SPLIT_ALIASES[split] if derive else split, origin=origin)
     if canonical_benchmark(body):
         bench = canonical_benchmark(body)
         assert bench is not None

@@ -16,6 +16,12 @@ and unique after stemming (so BM25 resolves a name to its entity). Questions com
 - bridge: two hops ("Where was the author of The Velmora Letters born?");
 - comparison: two lookups and a comparison ("Who was born earlier, A or B?").
 
+Splits are held out by construction. The world is three disjoint entity graphs in one corpus, one per split
+(train, dev, test): every entity a question names, needs or answers with belongs to its split's graph, so no
+passage that supports a dev or test question supports a train question (nor a test passage a dev question),
+and no held-out answer is a name the training questions mention. The corpus pools all three graphs, so a
+search still sees the other splits' passages as distractors.
+
 The design targets a small model (SmolLM2-135M) on a CPU: short passages, short answers (names, years,
 places), distinctive names, and a fixed phrasing per relation. Generation is deterministic for a seed (one
 `random.Random`, no set iteration) and takes well under a second at the default size.
@@ -24,6 +30,7 @@ places), distinctive names, and a fixed phrasing per relation. Generation is det
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import shutil
@@ -38,8 +45,9 @@ from searchrl.errors import ConfigError
 from searchrl.retrieval.base import Hit
 
 # Bump when the generator's output changes for a given config, so cached worlds are rebuilt.
-WORLD_VERSION = 1
+WORLD_VERSION = 2
 QUESTION_TYPES = ("single-hop", "bridge", "comparison")
+SPLITS = ("train", "dev", "test")
 DATA_SOURCE = "world"
 
 # --- names ---------------------------------------------------------------------------------------------
@@ -135,7 +143,12 @@ class Entity:
 
 @dataclass(frozen=True)
 class WorldConfig:
-    """Size and mix of the synthetic world. The defaults build in well under a second."""
+    """Size and mix of the synthetic world. The defaults build in well under a second.
+
+    The entity counts are those of the train split's graph. The dev and test graphs get the same counts scaled
+    by their share of questions (as many questions per entity as train), grown where that is too small to
+    supply their questions.
+    """
 
     seed: int = 0
     countries: int = 12
@@ -144,7 +157,9 @@ class WorldConfig:
     organisations: int = 48
     works: int = 90
     train_questions: int = 1000
-    test_questions: int = 200
+    dev_questions: int = 200
+    # 500 test questions: the paired 95% interval of an EM gain narrows to about ±0.02-0.03.
+    test_questions: int = 500
     # Shares of single-hop, bridge and comparison questions (normalised to sum 1).
     mix: tuple[float, float, float] = (0.5, 0.3, 0.2)
     # Oracle turns open with a short <think>…</think> (False: only the <search>/<answer> actions).
@@ -159,8 +174,9 @@ class WorldConfig:
                 f"world.cities ({self.cities}) must be at least world.countries ({self.countries}): "
                 "every country needs a capital city"
             )
-        if self.train_questions < 0 or self.test_questions < 0:
-            raise ConfigError("world.train_questions and world.test_questions must be >= 0")
+        for split in SPLITS:
+            if getattr(self, f"{split}_questions") < 0:
+                raise ConfigError(f"world.{split}_questions must be >= 0 (got {getattr(self, f'{split}_questions')})")
         if len(self.mix) != 3 or any(m < 0 for m in self.mix) or sum(self.mix) <= 0:
             raise ConfigError(
                 f"world.mix must be three non-negative shares (single-hop, bridge, comparison), got {self.mix}"
@@ -169,14 +185,26 @@ class WorldConfig:
 
 @dataclass
 class World:
-    """A generated world: passages, the two question splits and their oracle trajectories."""
+    """A generated world: passages, the three question splits and their oracle trajectories.
+
+    `split_of[doc_id]` is the split whose entity graph a passage belongs to.
+    """
 
     config: WorldConfig
     entities: list[Entity]
     train: list[Question]
+    dev: list[Question]
     test: list[Question]
     oracle_train: list[dict]
+    oracle_dev: list[dict]
     oracle_test: list[dict]
+    split_of: dict[str, str] = field(default_factory=dict)
+
+    def questions(self, split: str) -> list[Question]:
+        return getattr(self, split)
+
+    def oracles(self, split: str) -> list[dict]:
+        return getattr(self, f"oracle_{split}")
 
     def corpus_rows(self) -> list[dict]:
         return [_corpus_row(e) for e in self.entities]
@@ -197,10 +225,32 @@ def _corpus_row(entity: Entity) -> dict:
     return {"id": hit.doc_id, "title": hit.title, "text": hit.text, "contents": hit.contents}
 
 
-def _build_entities(cfg: WorldConfig, rng: random.Random) -> dict[str, list[Entity]]:
-    names = NameMaker(rng)
-    countries = [Entity(f"K{i}", "country", names.make("country")) for i in range(cfg.countries)]
-    cities = [Entity(f"C{i}", "city", names.make("city")) for i in range(cfg.cities)]
+_SIZE_FIELDS = ("countries", "cities", "people", "organisations", "works")
+
+
+def _part_sizes(cfg: WorldConfig, scale: float) -> dict[str, int]:
+    """Entity counts of one split's graph: the config's counts × `scale`, at least a valid minimal graph."""
+    sizes = {name: max(2, math.ceil(getattr(cfg, name) * scale)) for name in _SIZE_FIELDS}
+    sizes["cities"] = max(sizes["cities"], sizes["countries"])  # every country needs a capital
+    sizes["people"] = max(sizes["people"], 4)  # authors (even indices) and others (odd indices)
+    return sizes
+
+
+def _part_scale(cfg: WorldConfig, n_questions: int, counts: Sequence[int]) -> float:
+    """How much of the config's graph one split needs: its share of questions, grown until the expected pools of
+    distinct single-hop and bridge questions hold its questions with a margin (pools grow linearly with scale)."""
+    share = n_questions / cfg.train_questions if cfg.train_questions else 0.0
+    k, c, p, o, w = (getattr(cfg, name) for name in _SIZE_FIELDS)
+    single = 3 * p + 2 * w + 3 * o + 2 * c + k  # relations of _SINGLE per entity kind
+    bridge = 2 * w + 3 * o + p + (c - k)  # relations of _BRIDGE (a capital has no country-capital bridge)
+    return max(share, 1.25 * counts[0] / single, 1.25 * counts[1] / bridge)
+
+
+def _build_entities(cfg: WorldConfig, sizes: dict[str, int], rng: random.Random, names: NameMaker,
+                    prefix: str) -> dict[str, list[Entity]]:
+    """One split's entity graph; keys carry the split's `prefix`, relations stay inside the graph."""
+    countries = [Entity(f"{prefix}K{i}", "country", names.make("country")) for i in range(sizes["countries"])]
+    cities = [Entity(f"{prefix}C{i}", "city", names.make("city")) for i in range(sizes["cities"])]
     # Every country gets at least one city (its capital), the rest are spread at random.
     for i, city in enumerate(cities):
         country = countries[i] if i < len(countries) else rng.choice(countries)
@@ -212,7 +262,7 @@ def _build_entities(cfg: WorldConfig, rng: random.Random) -> dict[str, list[Enti
                              cities=[c.key for c in own], language=names.make("word") + "ic")
 
     people = []
-    for i in range(cfg.people):
+    for i in range(sizes["people"]):
         first, last = names.make("first"), names.make("last")
         born = rng.randint(1780, 1960)
         facts = {"first": first, "last": last, "born": born, "birthplace": rng.choice(cities).key,
@@ -222,28 +272,28 @@ def _build_entities(cfg: WorldConfig, rng: random.Random) -> dict[str, list[Enti
             facts["died"] = death
         if rng.random() < 0.5:
             facts["moved_to"] = rng.choice([c.key for c in cities if c.key != facts["birthplace"]])
-        people.append(Entity(f"P{i}", "person", f"{first} {last}", facts))
+        people.append(Entity(f"{prefix}P{i}", "person", f"{first} {last}", facts))
 
     authors = [p for p in people if p.facts["occupation"] in _AUTHOR_OCCUPATIONS]
     works = []
-    for i in range(cfg.works):
+    for i in range(sizes["works"]):
         author = authors[i % len(authors)] if i < len(authors) else rng.choice(authors)
         word = names.make("word")
         noun = rng.choice(_TITLE_NOUNS)
         title = rng.choice((f"The {word} {noun}", f"{word} {noun}", f"The {noun} of {word}"))
         genre = rng.choice(_GENRES[author.facts["occupation"]])
         year = author.facts["born"] + rng.randint(20, 44)
-        works.append(Entity(f"W{i}", "work", title, {"author": author.key, "year": year, "genre": genre,
+        works.append(Entity(f"{prefix}W{i}", "work", title, {"author": author.key, "year": year, "genre": genre,
                                                       "setting": rng.choice(cities).key, "word": word}))
 
     organisations = []
-    for i in range(cfg.organisations):
+    for i in range(sizes["organisations"]):
         suffix, description = rng.choice(_ORG_KINDS)
         founder = rng.choice(people)
         facts = {"founder": founder.key, "year": founder.facts["born"] + rng.randint(22, 44),
                  "hq": rng.choice(cities).key, "description": description,
                  "employees": rng.randrange(2, 400) * 10}
-        organisations.append(Entity(f"O{i}", "organisation", f"{names.make('word')} {suffix}", facts))
+        organisations.append(Entity(f"{prefix}O{i}", "organisation", f"{names.make('word')} {suffix}", facts))
     return {"country": countries, "city": cities, "person": people, "organisation": organisations, "work": works}
 
 
@@ -465,55 +515,61 @@ def _oracle_record(q: Question, draft: _Draft, world_hits: dict[str, Hit], think
 
 
 def generate_world(config: WorldConfig | None = None) -> World:
-    """Generate the world for `config` in memory (deterministic for `config.seed`)."""
+    """Generate the world for `config` in memory (deterministic for `config.seed`).
+
+    Each split gets its own entity graph (see the module docstring) and draws its questions from that graph's
+    pools only; the passages of all graphs are shuffled into one corpus.
+    """
     cfg = config or WorldConfig()
     cfg.validate()
     rng = random.Random(cfg.seed)
-    groups = _build_entities(cfg, rng)
-    entities = _write_passages(groups, rng)
+    names = NameMaker(rng)  # one name space: names are unique across the splits' graphs too
+    per_split = {split: _split_counts(getattr(cfg, f"{split}_questions"), cfg.mix) for split in SPLITS}
+    graphs = {}
+    for split in SPLITS:
+        scale = 1.0 if split == "train" else _part_scale(cfg, getattr(cfg, f"{split}_questions"), per_split[split])
+        graphs[split] = _build_entities(cfg, _part_sizes(cfg, scale), rng, names, prefix=split[:2])
+    merged = {kind: [e for split in SPLITS for e in graphs[split][kind]] for kind in graphs["train"]}
+    entities = _write_passages(merged, rng)
     by_key = {e.key: e for e in entities}
-
-    counts = [a + b for a, b in zip(_split_counts(cfg.train_questions, cfg.mix),
-                                    _split_counts(cfg.test_questions, cfg.mix))]
-    pools = [_single_hop_pool(groups, by_key), _bridge_pool(groups, by_key),
-             _comparison_pool(groups, rng, counts[2])]
-    train_drafts: list[_Draft] = []
-    test_drafts: list[_Draft] = []
-    for qtype, pool, need, n_train, n_test in zip(
-        QUESTION_TYPES, pools, counts, _split_counts(cfg.train_questions, cfg.mix),
-        _split_counts(cfg.test_questions, cfg.mix),
-    ):
-        if len(pool) < need:
-            raise ConfigError(
-                f"the world has {len(pool)} distinct {qtype} questions but the splits need {need}: "
-                "raise the entity counts (world.people, world.works, ...) or lower the question counts or mix"
-            )
-        rng.shuffle(pool)
-        # Disjoint slices of one shuffled pool: train and test share no question.
-        test_drafts += pool[:n_test]
-        train_drafts += pool[n_test: n_test + n_train]
-    rng.shuffle(train_drafts)
-    rng.shuffle(test_drafts)
+    split_of = {e.doc_id: split for split in SPLITS for group in graphs[split].values() for e in group}
 
     hits = {e.doc_id: _hit(e) for e in entities}
-    splits: dict[str, tuple[list[Question], list[dict]]] = {}
-    for split, drafts in (("train", train_drafts), ("test", test_drafts)):
-        questions, oracles = [], []
+    questions: dict[str, list[Question]] = {}
+    oracles: dict[str, list[dict]] = {}
+    for split in SPLITS:
+        groups = graphs[split]
+        counts = per_split[split]
+        pools = [_single_hop_pool(groups, by_key), _bridge_pool(groups, by_key),
+                 _comparison_pool(groups, rng, counts[2])]
+        drafts: list[_Draft] = []
+        for qtype, pool, need in zip(QUESTION_TYPES, pools, counts):
+            if len(pool) < need:
+                raise ConfigError(
+                    f"the world's {split} graph has {len(pool)} distinct {qtype} questions but the split needs "
+                    f"{need}: raise the entity counts (world.people, world.works, ...) or lower the question "
+                    "counts or mix"
+                )
+            rng.shuffle(pool)
+            drafts += pool[:need]
+        rng.shuffle(drafts)
+        questions[split], oracles[split] = [], []
         for i, d in enumerate(drafts):
             q = Question(
                 id=f"{split}-{i:05d}", question=d.text, golden_answers=[d.answer], data_source=DATA_SOURCE,
                 metadata={"type": d.type, "relation": d.relation,
                           "support_doc_ids": list(dict.fromkeys(s[2] for s in d.steps))},
             )
-            questions.append(q)
-            oracles.append(_oracle_record(q, d, hits, cfg.oracle_think))
-        splits[split] = (questions, oracles)
-    return World(cfg, entities, splits["train"][0], splits["test"][0], splits["train"][1], splits["test"][1])
+            questions[split].append(q)
+            oracles[split].append(_oracle_record(q, d, hits, cfg.oracle_think))
+    return World(cfg, entities, questions["train"], questions["dev"], questions["test"],
+                 oracles["train"], oracles["dev"], oracles["test"], split_of)
 
 
 # --- files ---------------------------------------------------------------------------------------------
 
-WORLD_FILES = ("corpus.jsonl", "train.jsonl", "test.jsonl", "oracle_train.jsonl", "oracle_test.jsonl", "world.json")
+WORLD_FILES = ("corpus.jsonl", *(f"{split}.jsonl" for split in SPLITS),
+               *(f"oracle_{split}.jsonl" for split in SPLITS), "world.json")
 
 
 def question_row(q: Question) -> dict:
@@ -538,18 +594,15 @@ def write_world(world: World, out_dir: str | Path) -> Path:
             "passages": len(world.entities),
             **{f"entities/{k}": sum(e.kind == k for e in world.entities)
                for k in ("country", "city", "person", "organisation", "work")},
-            "train": len(world.train), "test": len(world.test),
-            **{f"{split}/{t}": sum(q.metadata["type"] == t for q in qs)
-               for split, qs in (("train", world.train), ("test", world.test)) for t in QUESTION_TYPES},
+            **{f"passages/{split}": sum(v == split for v in world.split_of.values()) for split in SPLITS},
+            **{split: len(world.questions(split)) for split in SPLITS},
+            **{f"{split}/{t}": sum(q.metadata["type"] == t for q in world.questions(split))
+               for split in SPLITS for t in QUESTION_TYPES},
         },
     }
-    contents: dict[str, list[dict] | dict] = {
-        "corpus.jsonl": world.corpus_rows(),
-        "train.jsonl": [question_row(q) for q in world.train],
-        "test.jsonl": [question_row(q) for q in world.test],
-        "oracle_train.jsonl": world.oracle_train,
-        "oracle_test.jsonl": world.oracle_test,
-    }
+    contents: dict[str, list[dict] | dict] = {"corpus.jsonl": world.corpus_rows()}
+    contents.update({f"{split}.jsonl": [question_row(q) for q in world.questions(split)] for split in SPLITS})
+    contents.update({f"oracle_{split}.jsonl": world.oracles(split) for split in SPLITS})
     for name, rows in contents.items():
         tmp = out / f".{name}.tmp"
         _write_jsonl(tmp, rows)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from searchrl.errors import ConfigError
+from searchrl.errors import ConfigError, RetrievalError, SearchRLError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,36 +95,58 @@ def build_protocol(args: argparse.Namespace):
     return dataclasses.replace(protocol, **changes) if changes else protocol
 
 
+def _report_paths(out: str) -> tuple[Path, Path]:
+    """(JSON path, Markdown path) that `EvalReport.write(out)` writes."""
+    path = Path(out)
+    return (path.with_suffix(".json"), path) if path.suffix == ".md" else (path, path.with_suffix(".md"))
+
+
 def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from searchrl.data.loaders import load_sources
     from searchrl.evaluation.harness import evaluate
-    from searchrl.fileio import atomic_write_text
+    from searchrl.fileio import atomic_write_text, check_writable
     from searchrl.rollout.engine import RolloutConfig
 
     console = Console(stderr=True)
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {args.limit}")
+    # Outputs first: an unwritable --out must not cost a whole evaluation.
+    for path in _report_paths(args.out) if args.out else ():
+        check_writable(path, "--out")
+    if args.samples:
+        check_writable(args.samples, "--samples")
     protocol = build_protocol(args)
     rollout = RolloutConfig(max_turns=args.max_turns, max_turn_tokens=args.max_turn_tokens,
                             max_obs_tokens=args.max_obs_tokens, topk=args.topk, greedy=True, seed=args.seed)
     sources = load_sources(args.data, split=args.split)
     for s in sources:
         console.print(f"[bold]{s.name}[/]: {len(s.questions)} questions ({s.origin})")
-    console.print(f"loading model {args.model} …")
-    from searchrl.models import load_policy
-
-    model, tokenizer = load_policy(args.model)
-    report = evaluate(model, tokenizer, sources, retriever=args.retriever, limit=args.limit, mode=args.mode,
+    console.print(f"model {args.model}: loaded after the data and the retriever …")
+    # evaluate() loads the model by name after the retrievers, so an unreachable server fails first.
+    report = evaluate(args.model, None, sources, retriever=args.retriever, limit=args.limit, mode=args.mode,
                       protocol_cfg=protocol, rollout_cfg=rollout, batch_size=args.batch_size, seed=args.seed,
                       n_resamples=args.resamples, progress=not args.no_progress, model_name=args.model)
     print(report.to_markdown(), end="")
-    if args.out:
-        json_path, md_path = report.write(args.out)
-        console.print(f"wrote {json_path} and {md_path}")
-    if args.samples:
-        path = Path(args.samples)
-        atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in report.records))
-        console.print(f"wrote {path} ({len(report.records)} questions)")
+    try:
+        if args.out:
+            json_path, md_path = report.write(args.out)
+            console.print(f"wrote {json_path} and {md_path}")
+        if args.samples:
+            path = Path(args.samples)
+            atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in report.records))
+            console.print(f"wrote {path} ({len(report.records)} questions)")
+    except OSError as exc:  # checked at the start, but the disk may fill or a folder vanish meanwhile
+        raise SearchRLError(f"cannot write the results to {exc.filename or args.out}: {exc.strerror or exc}; "
+                            "the table above is the only copy") from None
+    failed = [r for r in report.records if r["finish_reason"] == "retrieval_error"]
+    if failed:
+        # Never a silent table built on failed searches: the scores leave these questions out, and the exit
+        # status says the run is incomplete (the engine and the HTTP client have both retried already).
+        raise RetrievalError(
+            f"{len(failed)} of {len(report.records)} questions failed retrieval after retries (first: "
+            f"{failed[0]['retrieval_error']}); they are left out of the scores above. Check the retriever "
+            f"({report.settings.get('retriever') or args.retriever}) and run again"
+        )
     return 0

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from searchrl.data.loaders import DataSource, load_source
-from searchrl.errors import ConfigError, DataError
+from searchrl.errors import ConfigError, DataError, RetrievalError
 from searchrl.evaluation.report import METRICS, EvalReport, summarise
 from searchrl.evaluation.sampling import stratified_sample
 from searchrl.protocol import ProtocolConfig, format_question
@@ -164,7 +164,7 @@ def _retriever_for(
     loaded: dict[str, Retriever], show_progress: bool,
 ) -> tuple[Retriever, str]:
     """The retriever a source searches: the given one, else a cached BM25 index over the source's corpus."""
-    from searchrl.retrieval.index import load_retriever
+    from searchrl.retrieval.index import is_url, load_retriever
 
     spec = retriever.get(source.name) if isinstance(retriever, Mapping) else retriever
     if spec is not None and not isinstance(spec, (str, Path)):
@@ -185,7 +185,24 @@ def _retriever_for(
     key = str(spec)
     if key not in loaded:
         loaded[key] = load_retriever(key)
+        if is_url(key):
+            probe_retriever(loaded[key], key)
     return loaded[key], key
+
+
+def probe_retriever(retriever: Retriever, described: str) -> None:
+    """One test search, so an unreachable server fails the run before any generation, with what to do.
+
+    A search rather than `GET /health`: Search-R1's own servers answer only `/retrieve`. The client has
+    already retried (with backoff) when this raises.
+    """
+    try:
+        retriever.search(["test"], topk=1)
+    except Exception as exc:  # httpx, a bad answer, a server bug: all mean the evaluation cannot search
+        raise RetrievalError(
+            f"retriever {described} failed a test search ({exc}); start a retrieval server there "
+            "(`searchrl serve --index INDEX_DIR --port PORT`) or pass --retriever an index folder or a corpus .jsonl"
+        ) from None
 
 
 def default_protocol(mode: str) -> ProtocolConfig:
@@ -249,6 +266,11 @@ def evaluate(
     - `progress`: True for a rich bar with ETA of its own, a rich `Progress` to add the task to (use this
       inside another live display, e.g. the trainer's console), or False.
     - `seed`: seeds the subset and the bootstrap; `n_resamples`, `confidence`: the bootstrap.
+
+    A retriever given as a URL gets one test search first (`probe_retriever`): an unreachable server raises
+    `RetrievalError` before the model is loaded. A question whose search still fails after the retries ends
+    as "retrieval_error": it is left out of the scores (it says nothing about the model) and counted in
+    `retrieval_errors` (per dataset and in `macro`); the table warns, and `searchrl eval` exits 2.
     """
     if mode not in MODES:
         raise ConfigError(f"eval mode {mode!r} is not one of {list(MODES)}")
@@ -260,7 +282,6 @@ def evaluate(
 
     setup_start = time.perf_counter()
     data = _as_sources(sources, split)
-    backend, tokenizer, model, policy_name = _resolve_policy(policy, tokenizer, batch_size)
     protocol = protocol_cfg or default_protocol(mode)
     rollout = dataclasses.replace(rollout_cfg or RolloutConfig(), greedy=True, seed=seed)
     if mode != "search":
@@ -279,6 +300,8 @@ def evaluate(
     if len(set(names)) != len(names):
         dupe = next(n for n in names if names.count(n) > 1)
         raise DataError(f"two data sources give the dataset name {dupe!r}; rename one with NAME=SPEC")
+    # The model last: data and retrievers (an unreachable server) fail in seconds, not after loading it.
+    backend, tokenizer, model, policy_name = _resolve_policy(policy, tokenizer, batch_size)
     setup_s = time.perf_counter() - setup_start
 
     watch = Stopwatch()
@@ -320,9 +343,11 @@ def evaluate(
                         searches = 1.0  # one retrieval with the question
                     row = _record(name, traj, searches)
                     records.append(row)
+                    reasons[name].append(traj.finish_reason)
+                    if traj.finish_reason == "retrieval_error":
+                        continue  # not the model's fault: excluded from the scores, counted in the report
                     for key in METRICS:
                         per_metric[key].append(float(row[key]))
-                    reasons[name].append(traj.finish_reason)
                 if bar is not None:
                     bar.advance(task, len(batch))
             scores[name] = per_metric
@@ -369,6 +394,7 @@ def _record(dataset: str, traj: Trajectory, searches: float) -> dict:
         "em": float(x.get("em", 0.0)), "f1": float(x.get("f1", 0.0)), "cover_em": float(x.get("cover_em", 0.0)),
         "answer_in_retrieval": float(bool(x.get("answer_in_retrieval", False))), "searches": searches,
         "format_valid": float(bool(x.get("format_valid", False))), "finish_reason": traj.finish_reason,
+        "retrieval_error": x.get("retrieval_error"),
         "queries": [t.query for t in traj.turns if t.query is not None],
         "sampled_tokens": int(sum(traj.response_mask)), "response_tokens": len(traj.response_ids),
         "text": response_text(traj),

@@ -35,8 +35,9 @@ class EvalReport:
     """Per-dataset metrics (`datasets[name]`, in the papers' column order) and their macro average.
 
     Each metrics dict holds, for every key of `METRICS`, the mean and its 95% bootstrap interval
-    (`em`, `em_ci_low`, `em_ci_high`, …), plus `n` (questions evaluated), `n_total` (questions in the
-    source), `sample` (how the subset was drawn) and `finish_reasons` (counts). `macro` averages the
+    (`em`, `em_ci_low`, `em_ci_high`, …), plus `n` (questions scored), `n_total` (questions in the
+    source), `sample` (how the subset was drawn), `finish_reasons` (counts) and `retrieval_errors` (questions
+    left out of the scores because their search failed after the retries). `macro` averages the
     datasets' means, with a stratified-bootstrap interval. `settings` records how the run was made
     (model, mode, protocol, rollout, retriever, seed, bootstrap); `timing` the seconds spent.
     """
@@ -134,10 +135,12 @@ def summarise(
             low, high = bootstrap_ci(values, n_resamples=n_resamples, confidence=confidence, seed=seed)
             entry.update({key: mean, f"{key}_ci_low": low, f"{key}_ci_high": high})
         entry["finish_reasons"] = dict(Counter(finish_reasons.get(name, [])).most_common())
+        entry["retrieval_errors"] = entry["finish_reasons"].get("retrieval_error", 0)
         if sample_notes and name in sample_notes:
             entry["sample"] = sample_notes[name]
         datasets[name] = entry
-    macro: dict = {"datasets": len(datasets), "n": sum(d["n"] for d in datasets.values())}
+    macro: dict = {"datasets": len(datasets), "n": sum(d["n"] for d in datasets.values()),
+                   "retrieval_errors": sum(d["retrieval_errors"] for d in datasets.values())}
     for key in METRICS:
         means = [d[key] for d in datasets.values() if not math.isnan(d[key])]
         low, high = macro_bootstrap_ci([scores[name].get(key, []) for name in datasets], n_resamples=n_resamples,
@@ -170,8 +173,15 @@ def render_markdown(report: EvalReport) -> str:
         lines.append("| " + " | ".join([label, *cells]) + " |")
     counts = [f"{report.datasets[n]['n']}" for n in names]
     lines.append("| " + " | ".join(["questions", *counts, *([str(report.macro["n"])] if many else [])]) + " |")
+    failed = report.macro.get("retrieval_errors", 0)
+    if failed:
+        errors = [str(report.datasets[n].get("retrieval_errors", 0)) for n in names]
+        lines.append("| " + " | ".join(["retrieval errors", *errors, *([str(failed)] if many else [])]) + " |")
 
     notes = []
+    if failed:
+        notes.append(f"**WARNING: {failed} question(s) failed retrieval after retries and are left out of the "
+                     "scores above; check the retriever and run again.**")
     s = report.settings
     if s:
         what = [f"model `{s.get('model', '?')}`", f"mode `{s.get('mode', 'search')}`"]

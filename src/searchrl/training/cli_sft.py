@@ -88,8 +88,10 @@ def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False) -> di
                           batch_size=cfg.val.batch_size, seed=cfg.seed, progress=True)
         model.train()
         for name, entry in report.datasets.items():
-            console.print(f"{label}: {name} EM {entry['em']:.3f} [{entry['em_ci_low']:.3f}, {entry['em_ci_high']:.3f}]")
-        return {n: {k: e[k] for k in ("em", "em_ci_low", "em_ci_high", "f1", "n")} for n, e in report.datasets.items()}
+            console.print(f"{label}: {name} EM {entry['em']:.3f} [{entry['em_ci_low']:.3f}, {entry['em_ci_high']:.3f}], "
+                          f"format valid {entry['format_valid']:.3f} ({cfg.data.val_split} split)")
+        keys = ("em", "em_ci_low", "em_ci_high", "f1", "format_valid", "n")
+        return {n: {k: e[k] for k in keys} | {"split": cfg.data.val_split} for n, e in report.datasets.items()}
 
     summary: dict = {"data": cfg.sft.data, "dropped": dropped}
     if evaluate_too:
