@@ -128,7 +128,7 @@ def test_compare_end_to_end_with_the_real_trainer(tmp_path: Path, capsys: pytest
         f"model.name={model}", "train.warm_start=null", "train.train_layers=null", "data.max_train_questions=8", "train.steps=2",
         "train.batch_size=1", "train.group_size=2", "train.mini_batch_size=2", "train.micro_batch_size=2",
         "rollout.max_turns=1", "rollout.max_turn_tokens=16", "val.every=0", "val.at_start=false",
-        "val.untrained=false", "val.max_questions=4", "checkpoint.export_final=false", "log.tensorboard=false",
+        "val.untrained=false", "val.max_questions=4", "val.test_max_questions=4", "checkpoint.export_final=false", "log.tensorboard=false",
         "log.samples_every=0",
     ]
     code = cli_main(["compare", "--algos", "grpo,sapo", "--out", str(out), "--jobs", "1", *overrides])

@@ -102,7 +102,7 @@ def test_a_failed_start_leaves_nothing_and_can_be_retried(tiny_model, tmp_path, 
     assert code == 2 and "config.json" in err and not (tmp_path / "new").exists()
 
     # A failure after the folder was made (here the starting-point evaluation) removes what the run wrote.
-    def broken(self, label):
+    def broken(self, label, **kwargs):
         raise SearchRLError("retrieval server down")
 
     with monkeypatch.context() as patch:

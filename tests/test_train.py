@@ -46,7 +46,8 @@ def tiny_overrides(model: Path, run_dir: Path, **extra: object) -> list[str]:
         "train.group_size": 2, "train.mini_batch_size": 2, "train.micro_batch_size": 1, "train.warm_start": "null",
         "train.train_layers": "null",
         "rollout.max_turns": 1, "rollout.max_turn_tokens": 8, "rollout.max_obs_tokens": 48, "val.at_start": "false",
-        "val.untrained": "false", "val.max_questions": 4, "val.batch_size": 4, "val.every": 0,
+        "val.untrained": "false", "val.max_questions": 4, "val.test_max_questions": 4, "val.batch_size": 4,
+        "val.every": 0,
         "checkpoint.every": 1, "log.samples_every": 1, "log.console": "false",
     }
     values.update({k.replace("__", "."): v for k, v in extra.items()})

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from searchrl.errors import SearchRLError
+from searchrl.fileio import check_writable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,8 +45,9 @@ def main(args: argparse.Namespace) -> int:
         overrides.append(f"sft.min_reward={args.min_reward}")
     cfg = load_config(args.config, overrides)
     out = Path(args.out).expanduser()
-    if out.exists() and any(out.iterdir()) and not args.overwrite:
+    if out.is_dir() and any(out.iterdir()) and not args.overwrite:
         raise SearchRLError(f"--out {out} exists and is not empty; pass --overwrite or another folder")
+    check_writable(out, "--out", folder=True)  # before the model loads and trains, not after
     summary = run_sft_command(cfg, out, evaluate_too=args.eval)
     print(json.dumps(summary, indent=2, default=float))
     return 0

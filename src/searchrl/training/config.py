@@ -328,8 +328,14 @@ class DataConfig:
 
     train: str = option("world", "training source: 'world', 'world:SEED', a benchmark name or a questions file")
     train_split: str = option("train", "split of the training source to sample from")
-    val: tuple[str, ...] = option((), "validation sources; empty: the training source's `val_split`")
-    val_split: str = option("test", "split used for validation and the final test")
+    val: tuple[str, ...] = option((), "validation sources; empty: the training source (each at `val_split`)")
+    val_split: str = option(
+        "dev", "split validated on during RL: every decision (checkpoints/best, the collapse monitor) uses it"
+    )
+    test_split: str | None = option(
+        "test", "split evaluated at the start and the end of RL only, for the reported gain, never for a decision "
+        "(null: report on `val_split`)"
+    )
     max_train_questions: int | None = option(None, "use only the first N training questions (null: all)", min=1)
 
 
@@ -417,8 +423,14 @@ class ValConfig:
 
     every: int = option(10, "validate every N RL steps (0: only before and after training)", min=0)
     at_start: bool = option(True, "validate the starting point of RL (after any warm start)")
-    untrained: bool = option(False, "also evaluate the model as loaded, before any warm start")
+    untrained: bool = option(False, "also evaluate the model as loaded, before any warm start (on the test split)")
     max_questions: int | None = option(200, "validate on at most this many questions per source (null: all)", min=1)
+    test_max_questions: int | None = option(
+        None, "evaluate at most this many test-split questions per source at the start and end (null: all)", min=1
+    )
+    untrained_max_questions: int | None = option(
+        None, "evaluate the untrained model on at most this many test-split questions (null: as the test)", min=1
+    )
     batch_size: int = option(64, "questions per greedy generation batch", min=1)
 
 
@@ -553,6 +565,9 @@ def read_yaml(path: Path) -> dict:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not valid UTF-8 ({exc.reason}); save the file as UTF-8") from None
     try:
         data = yaml_load(text)
     except yaml.MarkedYAMLError as exc:

@@ -476,20 +476,26 @@ def _restore(t: Trainer) -> Path:
 
 
 def _start(t: Trainer) -> None:
-    """Before RL: the untrained evaluation, the warm start, the starting-point evaluation, checkpoint 0."""
+    """Before RL: the untrained evaluation, the warm start, the starting-point evaluations, checkpoint 0.
+
+    The untrained and starting-point evaluations that the summary reports run on the test split; the starting
+    point is also validated on the validation split, the baseline of every decision (checkpoints/best)."""
     cfg = t.cfg
     warm = cfg.train.warm_start is not None
     t.logger.announce(f"Run folder: {t.run_dir}")
     if cfg.val.untrained and warm:
-        t.state.evals["untrained"] = _announce(t, t.validate("untrained"), "untrained model")
+        untrained = t.validate("untrained", test=True, limit=cfg.val.untrained_max_questions)
+        t.state.evals["untrained"] = _announce(t, untrained, "untrained model")
     if cfg.train.warm_start == "sft":
         t.state.warm_start = _warm_start_sft(t)
     if cfg.val.at_start:
-        start = _announce(t, t.validate("start"), "starting point of RL")
+        start = _announce(t, t.validate("start", test=True), "starting point of RL")
         t.state.evals["start"] = start
         if cfg.val.untrained and not warm:
             t.state.evals["untrained"] = start  # no warm start: the untrained model is the starting point
-        t.state.best_score, t.state.best_step = t.score(start), 0
+        val_start = start if t.test_sources is None else _announce(t, t.validate("start"), "starting point of RL")
+        t.state.evals["val_start"] = val_start
+        t.state.best_score, t.state.best_step = t.score(val_start), 0
     t.abortable = True
     _save(t, best=cfg.val.at_start)
 
@@ -533,7 +539,7 @@ def _announce(t: Trainer, result: dict[str, Any], what: str) -> dict[str, Any]:
     for name, entry in result["datasets"].items():
         t.logger.announce(
             f"[bold]{what}[/bold]: {name} EM {entry['em']:.3f} [{entry['em_ci_low']:.3f}, {entry['em_ci_high']:.3f}] "
-            f"on {entry['n']} questions ({result['seconds']:.0f}s)"
+            f"on {entry['n']} {result['split']} questions ({result['seconds']:.0f}s)"
         )
     return result
 
@@ -606,13 +612,19 @@ def _fit(t: Trainer) -> None:
 
 
 def _out_of_time(t: Trainer, step_walls: list[float]) -> bool:
-    """Whether one more step (as long as the slowest of the last two) and the final evaluation (as long as the
-    last one) would end after `train.time_budget_min`, counted from the trainer's start."""
+    """Whether one more step (as long as the slowest of the last two) and the final evaluations (the last step's
+    validation and the test, each as long as its latest run) would end after `train.time_budget_min`, counted
+    from the trainer's start."""
     budget = t.cfg.train.time_budget_min
     if budget is None or not step_walls:
         return False
-    last_eval = next((e.get("seconds", 0.0) for k in ("last", "start", "untrained") if (e := t.state.evals.get(k))), 0.0)
-    needed = max(step_walls[-2:]) + (last_eval if math.isfinite(last_eval) else 0.0)
+
+    def seconds(*keys: str) -> float:
+        value = next((e.get("seconds", 0.0) for k in keys if (e := t.state.evals.get(k))), 0.0)
+        return value if math.isfinite(value) else 0.0
+
+    final_evals = seconds("last", "val_start") + (seconds("start", "untrained") if t.test_sources is not None else 0.0)
+    needed = max(step_walls[-2:]) + final_evals
     return time.perf_counter() - t.started + needed > budget * 60
 
 
@@ -659,16 +671,24 @@ def _on_interrupt(t: Trainer) -> None:
 
 
 def _finish(t: Trainer) -> dict[str, Any]:
-    """Final evaluation (the last step's validation), final_model/, final_eval.json and summary.json."""
+    """Final evaluations (the last step's validation, then the test split), final_model/, final_eval.json and
+    summary.json. The test split is evaluated here and at the start only; no decision reads it."""
     import json
 
-    from searchrl.training.checkpoint import atomic_write_json, best_checkpoint
+    from searchrl.training.checkpoint import atomic_write_json, best_checkpoint, checkpoint_dir, is_complete, mark_best
     from searchrl.training.policy import export_policy
 
     cfg = t.cfg
-    final = t.state.evals.get("last")
-    if final is None or final.get("step") != t.state.step:
-        final = t.validate("final")
+    last = t.state.evals.get("last")
+    if last is None or last.get("step") != t.state.step:  # e.g. the time budget ended RL between validations
+        last = t.validate("final")
+        t.state.evals["last"] = last
+        score = t.score(last)
+        if t.state.best_score is None or score > t.state.best_score:
+            t.state.best_score, t.state.best_step = score, t.state.step
+            if cfg.checkpoint.keep_best and is_complete(checkpoint_dir(t.run_dir, t.state.step)):
+                mark_best(t.run_dir, t.state.step, score)
+    final = t.validate("final", test=True) if t.test_sources is not None else last
     final = dict(final, label="final")
     t.state.evals["final"] = final
     if cfg.checkpoint.export_final:
@@ -680,18 +700,22 @@ def _finish(t: Trainer) -> dict[str, Any]:
     )
     atomic_write_json(  # per-question EM of each evaluation, for paired comparisons across runs
         t.run_dir / "evals.json",
-        {k: {"step": v.get("step"), "per_question_em": v.get("per_question_em", {})} for k, v in t.state.evals.items()
-         if k in ("untrained", "start", "final")},
+        {k: {"step": v.get("step"), "split": v.get("split"), "per_question_em": v.get("per_question_em", {})}
+         for k, v in t.state.evals.items() if k in ("untrained", "start", "final")},
     )
+    val = {"start": t.state.evals.get("val_start"), "final": t.state.evals.get("last")}
     summary = {
         "run_dir": str(t.run_dir),
         "steps": t.state.step,
         "stopped_early": t.state.stopped_early,
         "algorithm": cfg.algorithm.get("name"),
         "warm_start": t.state.warm_start,
+        "split": final.get("split"),  # of evals and gain; val holds the validation split's start and end
         "evals": {k: {n: eval_entry(e) for n, e in v["datasets"].items()} for k, v in t.state.evals.items()
                   if k in ("untrained", "start", "final")},
         "gain": paired_gain(t.state.evals.get("start"), final, seed=cfg.seed),
+        "val": {"split": cfg.data.val_split, **{k: {n: eval_entry(e) for n, e in v["datasets"].items()}
+                                                 for k, v in val.items() if v is not None}},
         "best_step": t.state.best_step,
         "best_checkpoint": str(best_checkpoint(t.run_dir) or ""),
     }

@@ -263,9 +263,10 @@ class Trainer:
         self.train_source = train_source
         self.sampler = QuestionSampler(questions, cfg.train.batch_size, cfg.seed)
         self.val_sources = validation_sources(cfg)
+        self.test_sources = test_sources(cfg)  # None: the start and final evaluations use the validation split
         self.retriever = build_retriever(cfg, train_source)
         self.val_retrievers = {
-            s.name: self.retriever for s in self.val_sources
+            s.name: self.retriever for s in (*self.val_sources, *(self.test_sources or ()))
             if cfg.retrieval.index or s.corpus_path == train_source.corpus_path
         }
 
@@ -346,16 +347,22 @@ class Trainer:
 
     # -- evaluation ----------------------------------------------------------------------------------
 
-    def validate(self, label: str) -> dict[str, Any]:
-        """Greedy evaluation of the live policy on the validation split(s); returns a JSON-safe summary."""
+    def validate(self, label: str, *, test: bool = False, limit: int | None = None) -> dict[str, Any]:
+        """Greedy evaluation of the live policy on the validation split(s), or with `test=True` on the test
+        split(s) (the validation split(s) when `data.test_split` is null); returns a JSON-safe summary."""
         from searchrl.evaluation.harness import evaluate
 
-        self.logger.status(f"validation ({label})")
+        cfg = self.cfg
+        on_test = test and self.test_sources is not None
+        split = cfg.data.test_split if on_test else cfg.data.val_split
+        if limit is None:
+            limit = cfg.val.test_max_questions if on_test else cfg.val.max_questions
+        self.logger.status(f"{'test' if on_test else 'validation'} ({label}, {split} split)")
         was_training = self.model.training
         report = evaluate(
-            self.model, self.tokenizer, self.val_sources, retriever=self.val_retrievers or None,
-            limit=self.cfg.val.max_questions, protocol_cfg=self.cfg.protocol, rollout_cfg=self.cfg.rollout,
-            batch_size=self.cfg.val.batch_size, seed=self.cfg.seed, progress=False,
+            self.model, self.tokenizer, self.test_sources if on_test else self.val_sources,
+            retriever=self.val_retrievers or None, limit=limit, protocol_cfg=cfg.protocol, rollout_cfg=cfg.rollout,
+            batch_size=cfg.val.batch_size, seed=cfg.seed, progress=False,
         )
         if was_training:
             self.model.train()
@@ -366,13 +373,15 @@ class Trainer:
         per_question: dict[str, dict[str, float]] = {name: {} for name in datasets}
         by_type: dict[str, dict[str, list[float]]] = {name: {} for name in datasets}
         for record in report.records:
+            if record.get("finish_reason") == "retrieval_error":  # left out of the scores, counted by the harness
+                continue
             per_question[record["dataset"]][record["uid"]] = float(record["em"])
             if record.get("type"):  # the question kind (the world's single-hop / bridge / comparison)
                 by_type[record["dataset"]].setdefault(record["type"], []).append(float(record["em"]))
         for name, kinds in by_type.items():
             datasets[name]["em_by_type"] = {k: sum(v) / len(v) for k, v in sorted(kinds.items())}
-        return {"label": label, "step": self.state.step, "datasets": datasets, "per_question_em": per_question,
-                "seconds": float(report.timing.get("wall_s", NAN))}
+        return {"label": label, "step": self.state.step, "split": split, "datasets": datasets,
+                "per_question_em": per_question, "seconds": float(report.timing.get("wall_s", NAN))}
 
     def val_metrics(self, result: dict[str, Any] | None) -> dict[str, float]:
         """`val/<dataset>/<metric>` keys (NaN on steps without validation)."""
@@ -396,6 +405,15 @@ def validation_sources(cfg: Any) -> list:
     from searchrl.data import load_source
 
     return [load_source(s, split=cfg.data.val_split) for s in (cfg.data.val or (cfg.data.train,))]
+
+
+def test_sources(cfg: Any) -> list | None:
+    """The same sources at `data.test_split` (None when it is null), evaluated only at the start and end of RL."""
+    from searchrl.data import load_source
+
+    if cfg.data.test_split is None:
+        return None
+    return [load_source(s, split=cfg.data.test_split) for s in (cfg.data.val or (cfg.data.train,))]
 
 
 def build_retriever(cfg: Any, source: Any) -> Any:
@@ -495,7 +513,7 @@ def gain_verdict(gain: dict[str, Any]) -> str:
 def print_summary(t: Trainer, summary: dict[str, Any]) -> None:
     from rich.table import Table
 
-    table = Table(title=f"Test-split EM (greedy, 95% bootstrap CI) — {t.run_dir}")
+    table = Table(title=f"EM on the {summary.get('split') or 'validation'} split (greedy, 95% bootstrap CI) — {t.run_dir}")
     table.add_column("policy")
     for name in t.val_names:
         table.add_column(name)
@@ -514,7 +532,7 @@ def print_summary(t: Trainer, summary: dict[str, Any]) -> None:
     t.logger.announce(table)
     for name in t.val_names:
         if summary["gain"].get(name):
-            t.logger.announce(f"RL gain on {name}: {gain_verdict(summary['gain'][name])}")
+            t.logger.announce(f"RL gain on {name} ({summary.get('split')} split): {gain_verdict(summary['gain'][name])}")
     for name in t.val_names:
         parts = []
         for key, label in labels.items():

@@ -1,0 +1,72 @@
+"""The demo's warm-start criterion, measured: the smallest number of oracle trajectories (1, 2, 4, 8, ...) after
+whose SFT the greedy agent's format validity on the world's dev split reaches 0.95.
+
+    python examples/warm_start_criterion.py                 # the demo config; stops at the first N that passes
+    python examples/warm_start_criterion.py --all 1,2,4,8,16 seed=1
+
+The warm start teaches the protocol (tags, one search, an answer), not the answers: its size is fixed by this
+criterion before any RL result is looked at, never by EM. Each N starts from the untrained model; SFT uses the
+config's `sft:` section on the first N training-split oracle trajectories (plus `sft.holdout` held out for the
+loss), then the agent is evaluated greedily on the dev split. One JSON line per N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+THRESHOLD = 0.95
+
+
+def measure(n: int, overrides: list[str]) -> dict:
+    from searchrl.data import load_source
+    from searchrl.evaluation.harness import evaluate
+    from searchrl.models import load_policy
+    from searchrl.training.config import load_config
+    from searchrl.training.policy import prepare_for_training
+    from searchrl.training.sft import oracle_trajectories, run_sft
+    from searchrl.training.trainer import build_retriever, validation_sources
+
+    cfg = load_config("demo", [*overrides, "sft.max_examples=%d" % (n + 16), "sft.holdout=16"])
+    began = time.perf_counter()
+    source = load_source(cfg.data.train, split=cfg.data.train_split)
+    model, tokenizer = load_policy(cfg.model.name)
+    model = prepare_for_training(model, lora=cfg.model.lora, gradient_checkpointing=cfg.model.gradient_checkpointing,
+                                 seed=cfg.seed, train_layers=cfg.sft.train_layers, key="sft.train_layers")
+    retriever = build_retriever(cfg, source)
+    data = oracle_trajectories(source, tokenizer, retriever, cfg.protocol, cfg.rollout, limit=cfg.sft.max_examples,
+                               think=cfg.sft.oracle_think).trajectories
+    result = run_sft(model, data, cfg.sft, pad_id=int(tokenizer.pad_token_id), seed=cfg.seed, bf16=cfg.train.bf16,
+                     chunk_size=cfg.train.logprob_chunk_size, max_grad_norm=cfg.train.max_grad_norm)
+    report = evaluate(model, tokenizer, validation_sources(cfg), limit=cfg.val.max_questions,
+                      protocol_cfg=cfg.protocol, rollout_cfg=cfg.rollout, batch_size=cfg.val.batch_size,
+                      seed=cfg.seed, progress=False)
+    (name, entry), = report.datasets.items()
+    by_type: dict[str, list[float]] = {}
+    for record in report.records:
+        by_type.setdefault(record.get("type") or "all", []).append(record["em"])
+    return {"n": n, "sft_updates": result.updates, "split": cfg.data.val_split, "dataset": name,
+            "format_valid": entry["format_valid"], "em": entry["em"], "searches": entry["searches"],
+            "em_by_type": {k: round(sum(v) / len(v), 3) for k, v in sorted(by_type.items())},
+            "seconds": round(time.perf_counter() - began, 1), "overrides": overrides}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("overrides", nargs="*", help="dotted config overrides for the demo config (e.g. seed=1)")
+    parser.add_argument("--all", default=None, metavar="N,N,...", help="measure these sizes, not stopping early")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sizes = [int(x) for x in args.all.split(",")] if args.all else [2 ** k for k in range(10)]
+    for n in sizes:
+        row = measure(n, args.overrides)
+        print(json.dumps(row), flush=True)
+        if not args.all and row["format_valid"] >= THRESHOLD:
+            print(f"criterion met at N={n}: dev format validity {row['format_valid']:.3f} >= {THRESHOLD}")
+            break
+
+
+if __name__ == "__main__":
+    main()
