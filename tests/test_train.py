@@ -312,6 +312,47 @@ def test_time_budget_stops_rl_early_and_still_evaluates(tiny_model, tmp_path):
     assert (run / "checkpoints" / "step_000001").is_dir()
 
 
+def test_decisions_use_dev_and_test_is_evaluated_only_at_the_start_and_end(tiny_model, tmp_path, monkeypatch):
+    from searchrl.training.loop import train
+    from searchrl.training.trainer import Trainer
+
+    calls: list[tuple[str, str]] = []
+    validate = Trainer.validate
+
+    def recording(self, label, **kwargs):
+        result = validate(self, label, **kwargs)
+        calls.append((label, result["split"]))
+        return result
+
+    monkeypatch.setattr(Trainer, "validate", recording)
+    run = tmp_path / "run"
+    cfg = load_config("demo", tiny_overrides(tiny_model, run, train__steps=4, val__every=2, val__at_start="true",
+                                             val__untrained="true", val__untrained_max_questions=2,
+                                             train__warm_start="null", log__samples_every=0))
+    assert (cfg.data.val_split, cfg.data.test_split) == ("dev", "test")
+    summary = train(cfg, console=False)
+    # test: the untrained model (= the start, no warm start), the start of RL and the end; dev: every decision
+    assert calls == [("start", "test"), ("start", "dev"), ("step 2", "dev"), ("step 4", "dev"), ("final", "test")]
+    assert summary["split"] == "test" and summary["val"]["split"] == "dev"
+    assert set(summary["val"]) == {"split", "start", "final"} and summary["gain"]["world"]["n"] == 4
+    evals = json.loads((run / "evals.json").read_text())
+    assert {k: v["split"] for k, v in evals.items()} == {"untrained": "test", "start": "test", "final": "test"}
+    dev_ids = {q["id"] for q in map(json.loads, (world_folder() / "dev.jsonl").open())}
+    rows = read_jsonl(run / "metrics.jsonl")
+    assert [r["step"] for r in rows if not math.isnan(r["val/world/em"])] == [2, 4]
+    state = json.loads((run / "checkpoints" / "step_000000" / "state.json").read_text())
+    assert set(state["evals"]["val_start"]["per_question_em"]["world"]) <= {f"world:{i}" for i in dev_ids}
+    assert summary["best_step"] in (0, 2, 4)  # chosen by dev EM: the only scores a decision may read
+    assert not set(state["evals"]["start"]["per_question_em"]["world"]) & set(
+        state["evals"]["val_start"]["per_question_em"]["world"])
+
+
+def world_folder() -> Path:
+    from searchrl.data import world_dir
+
+    return world_dir(0)
+
+
 def _tiny_batch(tokenizer_model: Path):
     from searchrl.models import load_policy
     from searchrl.rollout.types import Trajectory
