@@ -26,6 +26,7 @@ from searchrl.algorithms import (
     kl_penalty,
     knob,
     llds_penalty,
+    llds_penalty_terms,
     metric_keys,
     policy_loss_names,
     ppo_clip_loss,
@@ -33,6 +34,7 @@ from searchrl.algorithms import (
     register_algorithm,
     register_policy_loss,
     sapo_penalty,
+    sapo_penalty_terms,
     turn_ids,
     unregister,
 )
@@ -277,11 +279,45 @@ def test_objective_penalty_terms_for_external_aggregation() -> None:
     batch = _batch(6)
     objective = build_objective({"name": "sapo", "penalties": ["sapo", "llds"], "llds": {"lam": 0.5}})
     terms = objective.penalty_terms(batch)
-    assert [(name, coef) for name, coef, _ in terms] == [("sapo", 0.1), ("llds", 0.5)]
+    assert [(name, coef, agg) for name, coef, _, agg in terms] == [
+        ("sapo", 0.1, ("token-mean", "selected")), ("llds", 0.5, ("token-mean", "response"))]
     lp, old, adv, mask = batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask
     llds = terms[1][2]
     torch.testing.assert_close(aggregate(llds.per_token, mask), llds_penalty(lp, old, adv, mask))
     assert llds.per_token.requires_grad and llds.active_mask.dtype == torch.bool
+
+
+@pytest.mark.parametrize("normalization", ["official", "paper"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_fused_penalties_equal_their_aggregation_table(normalization, seed) -> None:
+    """PENALTY_AGGREGATION is the one definition of how a penalty normalises: the fused penalties (the functions
+    the trainer's objective runs; value and gradient) equal aggregate_penalty over the per-token terms, for every
+    penalty and normalisation, with a fully padded row and negative rows in the batch."""
+    from searchrl.algorithms.losses import PENALTY_AGGREGATION, aggregate_penalty
+
+    base = _batch(10 + seed)
+    mask = base.response_mask.clone()
+    mask[-1] = 0  # a fully padded row must not count in any denominator
+    old, adv = base.old_log_probs, base.advantages
+    assert (adv < 0).any() and (adv >= 0).any()
+    cases = {
+        "sapo": (lambda lp: sapo_penalty(lp, old, adv, mask, normalization=normalization),
+                 lambda lp: sapo_penalty_terms(lp, old, adv, mask)),
+        "llds": (lambda lp: llds_penalty(lp, old, adv, mask, gate="token", normalization=normalization),
+                 lambda lp: llds_penalty_terms(lp, old, adv, mask, gate="token")),
+    }
+    objective = build_objective({"name": "sapo", "penalties": ["sapo", "llds"], "kl_coef": 0.0, "entropy_coef": 0.0,
+                                 "sapo": {"normalization": normalization},
+                                 "llds": {"normalization": normalization, "gate": "token"}})
+    lp = base.log_probs.detach().clone().requires_grad_(True)
+    _, metrics = objective.loss(PolicyBatch(lp, old, adv, mask))
+    for name, (fused_fn, terms_fn) in cases.items():
+        lp = base.log_probs.detach().clone().requires_grad_(True)
+        fused, oracle = fused_fn(lp), aggregate_penalty(terms_fn(lp), mask, *PENALTY_AGGREGATION[(name, normalization)])
+        torch.testing.assert_close(fused, oracle, msg=f"{name}/{normalization}")
+        torch.testing.assert_close(torch.autograd.grad(fused, lp)[0], torch.autograd.grad(oracle, lp)[0])
+        torch.testing.assert_close(metrics[f"penalty/{name}"], oracle.detach())  # what the trainer adds
+        assert float(oracle) > 0
 
 
 def test_objective_reports_missing_inputs() -> None:

@@ -27,7 +27,6 @@ verl = pytest.importorskip(
 from hydra import compose, initialize_config_dir  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from verl.trainer.ppo.core_algos import (  # noqa: E402
-    agg_loss,
     compute_policy_loss_vanilla,
     get_adv_estimator_fn,
     get_policy_loss_fn,
@@ -38,8 +37,10 @@ import searchrl.integrations.verl as plugin  # noqa: E402
 from searchrl.algorithms import (  # noqa: E402
     calibadv_advantages,
     llds_penalty,
+    llds_penalty_terms,
     ppo_clip_loss,
     sapo_penalty,
+    sapo_penalty_terms,
     silver_turn_scores,
 )
 from searchrl.errors import ConfigError  # noqa: E402
@@ -166,23 +167,6 @@ def tuned_actor():
     )
 
 
-def penalty_matrix(loss_name: str, old, log_prob, advantages, mask, knobs=None) -> torch.Tensor:
-    """Σ coef·per-token penalty from searchrl.algorithms' public per-token functions (the test's oracle)."""
-    from searchrl.algorithms.losses import llds_penalty_terms, sapo_penalty_terms
-
-    knobs = knobs or {}
-    sapo = {"gamma": 0.1, "tau": 1.0, **knobs.get("sapo", {})}
-    llds = {"lam": 0.2, "gate": "action", **knobs.get("llds", {})}
-    total = torch.zeros_like(log_prob)
-    if "sapo" in loss_name:
-        terms = sapo_penalty_terms(log_prob, old, advantages, mask, tau=sapo["tau"])
-        total = total + sapo["gamma"] * terms.per_token
-    if "llds" in loss_name:
-        terms = llds_penalty_terms(log_prob, old, advantages, mask, gate=llds["gate"])
-        total = total + llds["lam"] * terms.per_token
-    return total
-
-
 def call_loss(name, old, log_prob, advantages, mask, mode, config, weights=None):
     """Call a registered loss exactly as verl's ppo_loss does (keywords; bool response mask)."""
     return get_policy_loss_fn(name)(
@@ -201,13 +185,11 @@ def test_token_mean_equals_searchrl_functions_and_gradients(default_actor, seed)
     old, log_prob, adv, mask = random_batch(seed)
     vanilla, _ = compute_policy_loss_vanilla(old, log_prob, adv, mask.bool(), "token-mean", default_actor)
     torch.testing.assert_close(vanilla, ppo_clip_loss(log_prob, old, adv, mask)[0])  # the dual clip does not bind
-    selected = (adv * mask).sum(-1) >= 0  # SAPO rows: A ≥ 0
-    share = mask[selected].sum() / mask.sum()  # N_sel / N_all: token-mean divides by all masked tokens
 
-    def expected(name: str) -> torch.Tensor:  # a fresh graph per call
+    def expected(name: str) -> torch.Tensor:  # a fresh graph per call; the penalties at the official strength
         want = ppo_clip_loss(log_prob, old, adv, mask)[0]
         if "sapo" in name:
-            want = want + 0.1 * sapo_penalty(log_prob, old, adv, mask) * share
+            want = want + 0.1 * sapo_penalty(log_prob, old, adv, mask)
         if "llds" in name:
             want = want + 0.2 * llds_penalty(log_prob, old, adv, mask)
         return want
@@ -222,53 +204,113 @@ def test_token_mean_equals_searchrl_functions_and_gradients(default_actor, seed)
         assert metrics["actor/searchrl_penalty"] > 0  # the batch drifted: the penalties act
 
 
+def test_sapo_is_normalised_over_the_non_negative_rows_like_the_official_code(default_actor):
+    """The official SAPO line: masked_mean(kl_term[index], eos_mask[index]) with index = A ≥ 0, written out."""
+    old, log_prob, adv, mask = random_batch(2)
+    got, metrics = call_loss("searchrl_sapo", old, log_prob, adv, mask, "token-mean", default_actor)
+    pg, _ = compute_policy_loss_vanilla(old, log_prob, adv, mask.bool(), "token-mean", default_actor)
+    negative_approx_kl = log_prob - old
+    kl_term = (-negative_approx_kl).masked_fill(torch.exp(negative_approx_kl) > 1.0, 0.0)
+    index = adv.sum(-1) >= 0  # the rows' advantage (the official code reads advantages[:, 0])
+    official = (kl_term[index] * mask[index]).sum() / mask[index].sum()
+    torch.testing.assert_close(got, pg + 0.1 * official)
+    assert metrics["actor/searchrl_sapo_penalty"] == pytest.approx(official.item())
+    assert mask[index].sum() < mask.sum()  # the batch has negative rows: dividing by all tokens would differ
+
+
 @pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"])
-def test_every_aggregation_mode_matches_agg_loss_of_the_per_token_terms(tuned_actor, mode):
+def test_penalties_keep_their_own_normalisation_under_every_aggregation_mode(tuned_actor, mode):
     old, log_prob, adv, mask = random_batch(3)
-    knobs = {"sapo": {"gamma": 0.3, "tau": 1.1}, "llds": {"lam": 0.5, "gate": "response"}}
     weights = torch.rand(mask.shape, generator=torch.Generator().manual_seed(9)) + 0.5
-    # this micro-batch is part of a larger global batch on 2 ranks: global counts differ from the local ones
+    # this micro-batch is part of a larger global batch on 2 ranks: it holds 1/3 of the global tokens per rank
     info = {"dp_size": 2, "batch_num_tokens": int(mask.sum()) * 3, "global_batch_size": 20, "loss_scale_factor": 50}
     tuned_actor.global_batch_info.update(info)
     try:
         got, _ = call_loss("searchrl_sapo_llds", old, log_prob, adv, mask, mode, tuned_actor, weights)
         pg, _ = compute_policy_loss_vanilla(old, log_prob, adv, mask.bool(), mode, tuned_actor, weights)
-        matrix = penalty_matrix("searchrl_sapo_llds", old, log_prob, adv, mask, knobs) * weights
-        want = pg + agg_loss(matrix, mask.bool(), mode, **info)
     finally:
         tuned_actor.global_batch_info.clear()
+    sapo = sapo_penalty_terms(log_prob, old, adv, mask, tau=1.1)
+    llds = llds_penalty_terms(log_prob, old, adv, mask, gate="response")
+    official = 0.3 * (sapo.per_token * weights).sum() / sapo.selection_mask.sum() + 0.5 * (
+        llds.per_token * weights
+    ).sum() / mask.sum()  # SAPO over the A ≥ 0 rows' tokens, LLDS over all tokens: whatever verl's mode
+    want = pg + official * (2 / 3)  # the micro-batch's token share of the global batch: N · dp / (3N)
     torch.testing.assert_close(got, want)
     torch.testing.assert_close(torch.autograd.grad(got, log_prob)[0], torch.autograd.grad(want, log_prob)[0])
 
 
 @pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-mean"])
-def test_micro_batches_sum_to_the_full_batch_loss(default_actor, mode):
+def test_micro_batches_weigh_their_penalties_by_their_share_of_the_tokens(default_actor, mode):
+    """Like the official code, each micro-batch normalises its penalty on its own; verl sums the micro-batch
+    losses, so each is weighted by its share of the mini-batch's tokens (gradient accumulation's 1/K when the
+    micro-batches hold equal token counts). The surrogate's parts still sum to the full batch's."""
     old, log_prob, adv, mask = random_batch(4)
     info = {"dp_size": 1, "batch_num_tokens": int(mask.sum()), "global_batch_size": 6, "loss_scale_factor": None}
     default_actor.global_batch_info.update(info)
+    halves = (slice(0, 3), slice(3, 6))
     try:
-        full, _ = call_loss("searchrl_sapo", old, log_prob, adv, mask, mode, default_actor)
         parts = [
-            call_loss("searchrl_sapo", old[s], log_prob[s], adv[s], mask[s], mode, default_actor)[0]
-            for s in (slice(0, 3), slice(3, 6))
+            call_loss("searchrl_sapo", old[s], log_prob[s], adv[s], mask[s], mode, default_actor)[0] for s in halves
         ]
+        surrogate = compute_policy_loss_vanilla(old, log_prob, adv, mask.bool(), mode, default_actor)[0]
     finally:
         default_actor.global_batch_info.clear()
-    torch.testing.assert_close(parts[0] + parts[1], full)
-    torch.testing.assert_close(
-        torch.autograd.grad(parts[0] + parts[1], log_prob)[0], torch.autograd.grad(full, log_prob)[0]
+    want = surrogate + sum(
+        0.1 * sapo_penalty(log_prob[s], old[s], adv[s], mask[s]) * mask[s].sum() / mask.sum() for s in halves
     )
+    torch.testing.assert_close(parts[0] + parts[1], want)
+    torch.testing.assert_close(
+        torch.autograd.grad(parts[0] + parts[1], log_prob)[0], torch.autograd.grad(want, log_prob)[0]
+    )
+
+
+@pytest.mark.parametrize(
+    ("loss_name", "algorithm", "knobs"),
+    [
+        ("searchrl_sapo", {"name": "sapo"}, {}),
+        ("searchrl_llds", {"name": "llds"}, {}),
+        ("searchrl_sapo_llds", {"name": "sapo", "penalties": ["sapo", "llds"]}, {}),
+        (
+            "searchrl_sapo_llds",
+            {"name": "sapo", "penalties": ["sapo", "llds"]},
+            {"sapo": {"gamma": 0.3, "tau": 1.1, "normalization": "paper"},
+             "llds": {"gate": "token", "normalization": "paper"}},
+        ),
+    ],
+)
+@pytest.mark.parametrize("seed", [0, 5])
+def test_the_native_trainer_and_verl_give_the_same_loss_and_gradient(composed, loss_name, algorithm, knobs, seed):
+    """One SAPO and one LLDS: the batch the native trainer's objective sees (one micro-batch, token-mean, no KL or
+    entropy term) gives verl's loss the same value and gradient, at the defaults and under the paper knobs."""
+    from searchrl.algorithms import PolicyBatch, build_objective
+
+    node = copy.deepcopy(composed).actor_rollout_ref.actor
+    OmegaConf.update(node, "policy_loss.loss_mode", loss_name)
+    OmegaConf.update(node, "policy_loss._target_", LOSS_TARGET)
+    if knobs:
+        OmegaConf.update(node, "policy_loss.searchrl", knobs, force_add=True)
+    config = omega_conf_to_dataclass(node)
+    old, log_prob, adv, mask = random_batch(seed)
+    got, _ = call_loss(loss_name, old, log_prob, adv, mask, "token-mean", config)
+    objective = build_objective({**algorithm, **knobs, "kl_coef": 0.0, "entropy_coef": 0.0})
+    native, terms = objective.loss(PolicyBatch(log_prob, old, adv, mask))
+    torch.testing.assert_close(got, native)
+    torch.testing.assert_close(torch.autograd.grad(got, log_prob)[0], torch.autograd.grad(native, log_prob)[0])
+    assert float(terms["penalty"]) > 0
 
 
 def test_knobs_from_the_verl_config_are_used(tuned_actor, default_actor):
     assert type(tuned_actor.policy_loss).__name__ == "SearchRLPolicyLossConfig"
     old, log_prob, adv, mask = random_batch(5)
     pg, _ = compute_policy_loss_vanilla(old, log_prob, adv, mask.bool(), "token-mean", default_actor)
-    for config, knobs in ((default_actor, None), (tuned_actor, {"sapo": {"gamma": 0.3, "tau": 1.1},
-                                                               "llds": {"lam": 0.5, "gate": "response"}})):
+    for config, (gamma, tau, lam, gate) in ((default_actor, (0.1, 1.0, 0.2, "action")),
+                                            (tuned_actor, (0.3, 1.1, 0.5, "response"))):
         got, _ = call_loss("searchrl_sapo_llds", old, log_prob, adv, mask, "token-mean", config)
-        matrix = penalty_matrix("searchrl_sapo_llds", old, log_prob, adv, mask, knobs)
-        torch.testing.assert_close(got, pg + agg_loss(matrix, mask.bool(), "token-mean"))
+        want = pg + gamma * sapo_penalty(log_prob, old, adv, mask, tau=tau) + lam * llds_penalty(
+            log_prob, old, adv, mask, gate=gate
+        )
+        torch.testing.assert_close(got, want)
 
 
 @pytest.fixture(scope="module")
@@ -281,7 +323,7 @@ def composed():
     [
         ({"sapo": {"gamma": -1}}, "searchrl.sapo.gamma"),
         ({"llds": {"lam": 0.2}}, "has no 'llds' term"),
-        ({"sapo": {"normalization": "paper"}}, "loss_agg_mode"),
+        ({"sapo": {"normalization": "mean"}}, "searchrl.sapo.normalization"),
         ({"sapo": {"colour": "red"}}, "searchrl.sapo.colour"),
     ],
 )

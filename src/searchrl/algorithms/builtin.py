@@ -13,6 +13,7 @@ from torch import Tensor
 from searchrl.algorithms.advantages import calibadv_advantages, grpo_advantages
 from searchrl.algorithms.losses import (
     LLDS_GATES,
+    PENALTY_AGGREGATION,
     PENALTY_NORMALIZATIONS,
     LossContext,
     PenaltyTerms,
@@ -76,6 +77,11 @@ class SAPOParams:
     def coef(self) -> float:
         return self.gamma
 
+    @property
+    def aggregation(self) -> tuple[str, str]:
+        """(aggregation mode, mask) of this normalisation: ``PENALTY_AGGREGATION`` in losses.py."""
+        return PENALTY_AGGREGATION[("sapo", self.normalization)]
+
 
 @dataclass(frozen=True)
 class LLDSParams:
@@ -97,6 +103,11 @@ class LLDSParams:
     @property
     def coef(self) -> float:
         return self.lam
+
+    @property
+    def aggregation(self) -> tuple[str, str]:
+        """(aggregation mode, mask) of this normalisation: ``PENALTY_AGGREGATION`` in losses.py."""
+        return PENALTY_AGGREGATION[("llds", self.normalization)]
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from searchrl.algorithms.masks import (
     AGGREGATION_MODES,
     BlockRunLayout,
     RunLayout,
+    aggregate,
     aggregation_weights,
     block_run_layout,
     padded_size,
@@ -446,8 +447,8 @@ class PenaltyTerms:
     """A penalty as a per-token matrix, for callers that aggregate it themselves (e.g. verl's ``agg_loss``).
 
     ``per_token`` (B, T): the penalty's contribution of each token, differentiable in ``log_probs``, zero off the
-    mask and outside the selected rows; aggregated with token-mean over all masked tokens it gives the LLDS code's
-    normalisation, and with seq-mean-token-mean SAPO's paper normalisation (Eq. 9). ``active_mask`` (B, T) bool:
+    mask and outside the selected rows; :func:`aggregate_penalty` with the penalty's row of ``PENALTY_AGGREGATION``
+    gives its value (e.g. SAPO's official token mean over the selected rows' tokens). ``active_mask`` (B, T) bool:
     tokens the penalty acts on (its gradient is non-zero there). ``selection_mask`` (B, T) bool: masked tokens of
     the trajectories it may act on (A ≥ 0, or A > 0 with ``strict_positive``).
     """
@@ -455,6 +456,32 @@ class PenaltyTerms:
     per_token: Tensor
     active_mask: Tensor
     selection_mask: Tensor
+
+
+# How each penalty normalises its per-token matrix P, as (aggregation mode, the mask it is averaged over): the one
+# table both engines follow. The trainer's fused terms (:func:`_sapo`, :func:`_llds`) compute exactly these values
+# (tested against :func:`aggregate_penalty` as their oracle); the verl plugin aggregates with it, so verl's
+# ``loss_agg_mode`` (which the surrogate follows) does not change a penalty's strength, as in the official code.
+#   sapo/official: token-mean over the masked tokens of the A ≥ 0 rows (the code's masked_mean(kl[index], m[index]))
+#   sapo/paper:    Eq. 9, (1/G) Σ_i (1/|o_i|) Σ_t over every trajectory with tokens
+#   llds/official: token-mean over every masked token (LLDS code)
+#   llds/paper:    Eq. 4, the mean over Y_pre (A ≥ 0 rows) of per-response token means
+PENALTY_AGGREGATION: dict[tuple[str, str], tuple[str, str]] = {
+    ("sapo", "official"): ("token-mean", "selected"),
+    ("sapo", "paper"): ("seq-mean-token-mean", "response"),
+    ("llds", "official"): ("token-mean", "response"),
+    ("llds", "paper"): ("seq-mean-token-mean", "selected"),
+}
+
+
+def aggregate_penalty(terms: PenaltyTerms, response_mask: Tensor, mode: str, over: str) -> Tensor:
+    """A penalty's scalar value from its per-token terms: aggregate(P, M, mode) with M the response mask
+    (``over="response"``) or the masked tokens of the rows it may act on (``over="selected"``); see
+    ``PENALTY_AGGREGATION`` for each penalty's (mode, over). Differentiable through ``terms.per_token``."""
+    if over not in ("response", "selected"):
+        raise ValueError(f"unknown penalty aggregation mask {over!r}; allowed: ['response', 'selected']")
+    mask = terms.selection_mask if over == "selected" else response_mask.bool()
+    return aggregate(terms.per_token, mask, mode)
 
 
 def _with_derivative(log_probs: Tensor, values: Tensor, derivative: Tensor) -> Tensor:
@@ -846,7 +873,9 @@ __all__ = [
     "LLDS_GATES",
     "PENALTY_NORMALIZATIONS",
     "LossContext",
+    "PENALTY_AGGREGATION",
     "PenaltyTerms",
+    "aggregate_penalty",
     "attach_gradient",
     "dot",
     "entropy_from_logits",

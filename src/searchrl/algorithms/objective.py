@@ -278,10 +278,11 @@ class Objective:
             if need in self.requirements and getattr(batch, need) is None:
                 raise ValueError(f"algorithm {self.name!r} needs PolicyBatch.{need}: {why[need]}")
 
-    def penalty_terms(self, batch: PolicyBatch) -> list[tuple[str, float, PenaltyTerms]]:
-        """Each penalty as (name, coefficient, per-token :class:`PenaltyTerms`), for callers that aggregate the
-        penalties themselves (the verl plugin adds Σ coef·per_token to verl's own loss through its agg_loss).
-        Only the penalties' own inputs are required (the KL and entropy terms are the caller's business here)."""
+    def penalty_terms(self, batch: PolicyBatch) -> list[tuple[str, float, PenaltyTerms, tuple[str, str]]]:
+        """Each penalty as (name, coefficient, per-token :class:`PenaltyTerms`, (aggregation mode, mask)), for
+        callers that aggregate the penalties themselves (the verl plugin): ``aggregate_penalty(terms, mask, *agg)``
+        is the value :meth:`loss` adds for it. Only the penalties' own inputs are required (the KL and entropy
+        terms are the caller's business here)."""
         ctx = LossContext(batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask)
         out = []
         for entry, params in self.penalties:
@@ -289,7 +290,9 @@ class Objective:
                 raise ValueError(f"penalty {entry.name!r} needs PolicyBatch.answer_mask (LLDS-MA, answer_weight ≠ 1)")
             if entry.per_token is None:
                 raise ValueError(f"penalty {entry.name!r} was registered without a per-token form (per_token=...)")
-            out.append((entry.name, float(params.coef), entry.per_token(batch, params, ctx)))
+            # a user-registered penalty's params may say how it aggregates (``aggregation``); else token-mean
+            aggregation = getattr(params, "aggregation", ("token-mean", "response"))
+            out.append((entry.name, float(params.coef), entry.per_token(batch, params, ctx), aggregation))
         return out
 
     def loss(self, batch: PolicyBatch) -> tuple[Tensor, dict[str, Tensor]]:

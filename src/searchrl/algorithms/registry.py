@@ -158,7 +158,9 @@ class PolicyLossEntry:
     """A registered policy-loss term: call it as ``entry(batch, params=None, ctx=None) -> TermOutput``.
 
     ``per_token`` (penalties only, optional) gives the term as a :class:`PenaltyTerms` matrix for callers that
-    aggregate it themselves (the verl plugin): ``per_token(batch, params, ctx)``.
+    aggregate it themselves (the verl plugin): ``per_token(batch, params, ctx)``; the plugin reduces it with
+    ``params.aggregation`` = (mode, ``"response"`` | ``"selected"``) if the params define it, else token-mean over
+    the response mask (see ``PENALTY_AGGREGATION``).
     """
 
     name: str

@@ -1,4 +1,5 @@
-"""SAPO and LLDS as verl policy losses: verl's vanilla PPO plus searchrl's penalties, aggregated by verl.
+"""SAPO and LLDS as verl policy losses: verl's vanilla PPO plus searchrl's penalties, each normalised as its
+official code does.
 
 Registered with verl's ``register_policy_loss`` (select with ``actor_rollout_ref.actor.policy_loss.loss_mode``):
 
@@ -10,40 +11,42 @@ Registered with verl's ``register_policy_loss`` (select with ``actor_rollout_ref
 Each has verl's v0.7+ signature ``(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config,
 rollout_is_weights) -> (loss, metrics)``:
 
-    loss = vanilla(...) + agg_loss(w ⊙ Σ_p coef_p · P_p, response_mask, loss_agg_mode, **config.global_batch_info)
+    loss = vanilla(...) + s · Σ_p coef_p · aggregate(w ⊙ P_p, M_p, mode_p)
 
 - ``vanilla`` is verl's own ``compute_policy_loss_vanilla`` (clip_ratio_low/high, dual clip clip_ratio_c,
-  rollout-correction weights, agg_loss with the global batch info): the clipped surrogate is verl's, unchanged.
+  rollout-correction weights, agg_loss with the global batch info): the clipped surrogate is verl's, unchanged,
+  and follows ``loss_agg_mode``.
 - ``P_p`` is the penalty's per-token matrix (B, T) from ``searchrl.algorithms`` (one formula, one place);
   ``coef_p`` its coefficient (γ, λ); ``w`` the rollout-correction weights when verl passes them (the penalty is an
   expectation under π_old too, so it is re-weighted exactly like the surrogate), else 1.
-- ``agg_loss`` with ``**config.global_batch_info`` divides by the GLOBAL token (or sequence) count of the
-  mini-batch, so the summed micro-batch losses, and the data-parallel average, equal the full-batch loss.
-
-Aggregation versus the official code, with ``loss_agg_mode=token-mean`` (verl's default, and Search-R1's):
-
-- LLDS: the official code divides by every masked token of the micro-batch; here by every masked token of the
-  mini-batch. Same normalisation, taken over the mini-batch rather than per micro-batch (invariant to splits).
-- SAPO: the official code divides by the masked tokens of the A ≥ 0 rows only. Here the denominator is every
-  masked token, so the term equals the official one times N_sel / N_all (the share of masked tokens in A ≥ 0
-  rows, logged as ``actor/searchrl_sapo_selected``). To reproduce the official strength, scale γ by the
-  inverse of that share. ``loss_agg_mode=seq-mean-token-mean`` gives SAPO's paper normalisation (Eq. 9:
-  (1/G) Σ_i (1/|o_i|) Σ_t) exactly, for both the surrogate and the penalty.
+- ``(mode_p, M_p)`` is the penalty's own normalisation, ``PENALTY_AGGREGATION`` in
+  ``searchrl.algorithms.losses``, the same table the native trainer follows, and independent of
+  ``loss_agg_mode``, as in the official code: SAPO divides by the masked tokens of the A ≥ 0 rows, LLDS by every
+  masked token (``normalization: paper`` gives each paper's per-sequence form). With ``loss_agg_mode=token-mean``
+  and one micro-batch the loss is the official one exactly (tested against the native trainer's objective).
+- ``s`` is this micro-batch's share of verl's global batch (its masked tokens × dp_size / batch_num_tokens, or
+  its rows × dp_size / global_batch_size for a per-sequence normalisation; 1 without global batch info), so the
+  summed micro-batch losses weigh each micro-batch's penalty as the official code's gradient accumulation does
+  (exactly so when micro-batches hold equal token counts): the official code normalises each micro-batch on its
+  own, and so do we.
 
 Knobs (defaults: the papers'): ``actor_rollout_ref.actor.policy_loss.searchrl.sapo.{gamma, tau,
-strict_positive}`` and ``....searchrl.llds.{lam, gate}`` (see ``config.py`` for enabling the section).
+strict_positive, normalization}`` and ``....searchrl.llds.{lam, gate, normalization}`` (see ``config.py`` for
+enabling the section).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
 
 import torch
-from verl.trainer.ppo.core_algos import agg_loss, compute_policy_loss_vanilla
+from verl.trainer.ppo.core_algos import compute_policy_loss_vanilla
 
 from searchrl.algorithms import LossContext, PolicyBatch, build_objective
+from searchrl.algorithms.losses import aggregate_penalty
 from searchrl.errors import ConfigError
 from searchrl.integrations.verl.config import POLICY_LOSS_KEY, POLICY_LOSS_TARGET, plain, section
 
@@ -52,12 +55,6 @@ LOSS_COMPOSITIONS: dict[str, dict[str, Any]] = {
     "searchrl_sapo": {"name": "sapo"},
     "searchrl_llds": {"name": "llds"},
     "searchrl_sapo_llds": {"name": "sapo", "penalties": ["sapo", "llds"]},
-}
-
-# Params fields of searchrl's penalties that verl decides instead: the aggregation (actor.loss_agg_mode).
-_VERL_DECIDES = {
-    "normalization": "the penalty is aggregated with actor_rollout_ref.actor.loss_agg_mode, like the surrogate "
-    "(token-mean: divide by all masked tokens; seq-mean-token-mean: SAPO paper Eq. 9)",
 }
 
 _OBJECTIVES: dict[tuple[str, str], Any] = {}
@@ -95,9 +92,6 @@ def loss_objective(loss_name: str, config: Any) -> Any:
             )
         if not isinstance(values, dict):
             raise ConfigError(f"{where}.{name}: expected a mapping of knobs, got {values!r}")
-        for field_name, reason in _VERL_DECIDES.items():
-            if field_name in values:
-                raise ConfigError(f"{where}.{name}.{field_name}: not used with verl: {reason}; remove it")
     try:
         objective = build_objective({**LOSS_COMPOSITIONS[loss_name], **knobs})
     except ValueError as err:  # build_objective names the key algorithm.<term>.<field>; ours lives under `where`
@@ -120,6 +114,18 @@ def _share(mask: torch.Tensor, n_tokens: torch.Tensor) -> float:
     return (mask.sum() / n_tokens).item()
 
 
+def micro_batch_share(response_mask: torch.Tensor, mode: str, info: dict[str, Any]) -> float:
+    """This micro-batch's share of verl's global batch, in the unit of ``mode``'s denominator: masked tokens ×
+    dp_size / batch_num_tokens (token-mean) or rows with tokens × dp_size / global_batch_size (per-sequence
+    modes); 1.0 when verl gives no global count (one micro-batch on one rank)."""
+    dp_size = int(info.get("dp_size") or 1)
+    if mode == "token-mean":
+        total, local = info.get("batch_num_tokens"), response_mask.sum()
+    else:
+        total, local = info.get("global_batch_size"), (response_mask.sum(dim=-1) > 0).sum()
+    return 1.0 if total is None else float(local) * dp_size / float(total)
+
+
 def penalised_policy_loss(
     loss_name: str,
     old_log_prob: torch.Tensor,
@@ -130,14 +136,14 @@ def penalised_policy_loss(
     config: Any,
     rollout_is_weights: torch.Tensor | None,
 ) -> tuple[torch.Tensor, dict[str, Any]]:
-    """verl's vanilla loss plus the penalties of ``loss_name``, aggregated by verl (see the module docstring).
+    """verl's vanilla loss plus the penalties of ``loss_name``, each with its own normalisation (module docstring).
 
     Metrics, besides vanilla's ``actor/pg_clipfrac``, ``actor/ppo_kl``, ``actor/pg_clipfrac_lower``:
-    ``actor/searchrl_penalty`` (Σ coef·P, re-weighted, as a token mean over this micro-batch — an intensive value,
-    so verl's mean over micro-batches is meaningful), ``actor/searchrl_penalty_active`` (share of masked tokens
-    where any penalty acts) and per penalty ``actor/searchrl_<name>_penalty`` (unweighted token mean),
-    ``_active`` and ``_selected`` (share of masked tokens in the rows it may act on); ``actor/is_ratio_mean``,
-    ``_min``, ``_max``: the token importance ratio π_θ/π_old over masked tokens (SAPO Fig. 1a).
+    ``actor/searchrl_penalty`` (Σ coef·penalty of this micro-batch, re-weighted: the value the native trainer logs
+    as ``penalty``), ``actor/searchrl_penalty_active`` (share of masked tokens where any penalty acts) and per
+    penalty ``actor/searchrl_<name>_penalty`` (its unweighted value, the native ``penalty/<name>``), ``_active``
+    and ``_selected`` (share of masked tokens in the rows it may act on); ``actor/is_ratio_mean``, ``_min``,
+    ``_max``: the token importance ratio π_θ/π_old over masked tokens (SAPO Fig. 1a).
     """
     if config is None:
         raise ConfigError(f"loss_mode {loss_name!r} needs the actor config (verl passes it as `config`)")
@@ -156,22 +162,22 @@ def penalised_policy_loss(
     )
     mask = response_mask.bool()  # (B, T)
     n_tokens = mask.sum().clamp(min=1)
-    matrix = torch.zeros_like(log_prob)  # (B, T) Σ_p coef_p · P_p
+    info = _global_batch_info(config)
+    penalty = log_prob.new_zeros(())
+    logged = 0.0
     active_any = torch.zeros_like(mask)
-    for name, coef, terms in objective.penalty_terms(batch):
-        matrix = matrix + coef * terms.per_token
+    for name, coef, terms, (mode, over) in objective.penalty_terms(batch):
+        if rollout_is_weights is not None:
+            terms = dataclasses.replace(terms, per_token=terms.per_token * rollout_is_weights)
+        value = aggregate_penalty(terms, mask, mode, over)  # this micro-batch's official value
+        penalty = penalty + coef * micro_batch_share(mask, mode, info) * value
+        logged += coef * value.item()
         active_any = active_any | terms.active_mask
-        with torch.no_grad():
-            metrics[f"actor/searchrl_{name}_penalty"] = ((terms.per_token * mask).sum() / n_tokens).item()
-            metrics[f"actor/searchrl_{name}_active"] = _share(terms.active_mask & mask, n_tokens)
-            metrics[f"actor/searchrl_{name}_selected"] = _share(terms.selection_mask & mask, n_tokens)
-    if rollout_is_weights is not None:
-        matrix = matrix * rollout_is_weights
-    penalty = agg_loss(
-        loss_mat=matrix, loss_mask=response_mask, loss_agg_mode=loss_agg_mode, **_global_batch_info(config)
-    )
+        metrics[f"actor/searchrl_{name}_penalty"] = value.item()
+        metrics[f"actor/searchrl_{name}_active"] = _share(terms.active_mask & mask, n_tokens)
+        metrics[f"actor/searchrl_{name}_selected"] = _share(terms.selection_mask & mask, n_tokens)
     with torch.no_grad():
-        metrics["actor/searchrl_penalty"] = ((matrix * mask).sum() / n_tokens).item()
+        metrics["actor/searchrl_penalty"] = logged
         metrics["actor/searchrl_penalty_active"] = _share(active_any & mask, n_tokens)
         ratio = LossContext(log_prob, old_log_prob, advantages, response_mask).ratio.detach()[mask]  # (N,)
         if ratio.numel():
@@ -201,8 +207,8 @@ def _loss_fn(loss_name: str) -> Callable[..., tuple[torch.Tensor, dict[str, Any]
     loss_fn.__name__ = loss_fn.__qualname__ = f"compute_policy_loss_{loss_name}"
     loss_fn.__module__ = __name__
     loss_fn.__doc__ = (
-        f"verl policy loss {loss_name!r}: verl's vanilla PPO + {penalties} from searchrl.algorithms, aggregated "
-        f"with verl's agg_loss. Knobs: {POLICY_LOSS_KEY}.searchrl.<term>.* (needs {POLICY_LOSS_KEY}._target_="
+        f"verl policy loss {loss_name!r}: verl's vanilla PPO + {penalties} from searchrl.algorithms, each with "
+        f"its official normalisation. Knobs: {POLICY_LOSS_KEY}.searchrl.<term>.* (needs {POLICY_LOSS_KEY}._target_="
         f"{POLICY_LOSS_TARGET}). See searchrl.integrations.verl.losses."
     )
     return loss_fn
