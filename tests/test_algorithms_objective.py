@@ -41,7 +41,7 @@ from searchrl.algorithms import (
 from searchrl.algorithms.losses import LossContext
 
 torch.set_num_threads(2)
-ALGORITHMS = ["calibadv", "dapo", "dr_grpo", "grpo", "gspo", "llds", "sapo"]
+ALGORITHMS = ["calibadv", "calibadv_sapo", "dapo", "dr_grpo", "grpo", "gspo", "llds", "sapo"]
 
 
 def _batch(seed: int = 0, rows: int = 6, width: int = 12, drift: float = 0.3, **extra: torch.Tensor) -> PolicyBatch:

@@ -242,3 +242,17 @@ def test_documented_schema_lists_every_key() -> None:
             and f"`diag/{stat}`" in doc
         )
         assert documented, f"{key} is not documented in docs/metrics.md"
+
+
+def test_sapo_region_splits_the_acting_tokens_by_turn_and_advantage_sign() -> None:
+    # row 0 (A > 0): search r = 1, 0.25 (both r <= 1), answer r = 2 (not), 1; row 1 (A = 0): answer r = 0.5, 1, 4
+    d = token_diagnostics(log_probs=NEW, old_log_probs=OLD, advantages=torch.tensor([1.0, 0.0]), response_mask=MASK,
+                          turn_kind=turn_kind_from_mask(MASK))
+    assert d["diag/sapo_region/search_pos"] == approx(2 / 7)
+    assert d["diag/sapo_region/answer_pos"] == approx(1 / 7)
+    assert d["diag/sapo_region/answer_zero"] == approx(2 / 7)
+    assert d["diag/sapo_region/search_zero"] == approx(0.0)
+    # a negative row is outside the region altogether
+    d = token_diagnostics(log_probs=NEW, old_log_probs=OLD, advantages=torch.tensor([1.0, -1.0]), response_mask=MASK,
+                          turn_kind=turn_kind_from_mask(MASK))
+    assert d["diag/sapo_region/answer_zero"] == approx(0.0) and d["diag/sapo_region/answer_pos"] == approx(1 / 7)

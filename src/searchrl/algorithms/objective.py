@@ -138,6 +138,14 @@ _ALGORITHMS: dict[str, AlgorithmSpec] = {
         params={"calibadv": {"rebalance_ratio": 1.0}},
         summary="CalibAdv (arXiv 2604.18235): soft-penalised search turns, rebalanced answer turns; no KL",
     ),
+    "calibadv_sapo": AlgorithmSpec(
+        "calibadv",
+        "ppo_clip",
+        ("sapo",),
+        settings={"kl_coef": 0.0, "entropy_coef": 0.0},
+        params={"calibadv": {"rebalance_ratio": 1.0}, "sapo": {"gamma": 0.1, "tau": 1.0}},
+        summary="CalibAdv's advantages + SAPO's penalty: the two compose (a named arm for `searchrl compare`)",
+    ),
 }
 
 

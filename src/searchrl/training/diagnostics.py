@@ -176,6 +176,10 @@ def token_diagnostics(
       Â > 0 and r > 1 + ε_high; `diag/clip_frac` = their sum. These are exactly the tokens where PPO's
       clipped branch wins, 𝟙[−Â·clip(r) > −Â·r] (Search-R1 `pg_clipfrac`, SAPO Fig. 1(b)), split by side.
     - `diag/entropy`: masked mean of the per-token entropy (NaN if `entropy` is None).
+    - `diag/sapo_region/{search,answer}_{pos,zero}`: share of tokens in SAPO's region (Â ≥ 0 and r ≤ 1, where
+      its term acts with γ = 0.1, τ = 1, the official code's defaults), split by turn kind and by Â > 0 (`pos`)
+      versus Â = 0 (`zero`: all-equal GRPO groups). Computed for every algorithm: under SAPO it says where the
+      term's gradient goes (each acting token gets the same weight, γ/N), under GRPO where it would act.
 
     All denominators are counts of the selected tokens; an empty selection gives NaN. Advantages may be
     (B,) (broadcast) or (B, T) (per token, e.g. after CalibAdv).
@@ -216,6 +220,12 @@ def token_diagnostics(
             out["diag/clip_frac_high"] = clipped_high.sum().double() / n_tokens
             out["diag/clip_frac"] = out["diag/clip_frac_low"] + out["diag/clip_frac_high"]
 
+        in_region = sampled & (adv >= 0) & (ratio <= 1.0)  # (B, T) SAPO acts here (official: A >= 0, r <= τ = 1)
+        for kind_name, kind in (("search", 1), ("answer", 2)):
+            for sign_name, sign in (("pos", adv > 0), ("zero", adv == 0)):
+                share = (in_region & sign & (turn_kind == kind)).sum().double() / n_tokens
+                out[f"diag/sapo_region/{kind_name}_{sign_name}"] = share if n_tokens > 0 else _nan(ratio)
+
         if entropy is None or n_tokens == 0:
             out["diag/entropy"] = _nan(ratio)
         else:
@@ -227,6 +237,7 @@ TOKEN_DIAGNOSTIC_KEYS: tuple[str, ...] = tuple(
     [f"diag/is_ratio_{n}{s}" for s in _KIND_SUFFIX for n in ("mean", "min", "p01", "p05", "lt_0.5")]
     + [f"diag/log_ratio_drift{s}" for s in _KIND_SUFFIX]
     + ["diag/clip_frac_low", "diag/clip_frac_high", "diag/clip_frac", "diag/entropy"]
+    + [f"diag/sapo_region/{k}_{s}" for k in ("search", "answer") for s in ("pos", "zero")]
 )
 
 
