@@ -281,3 +281,12 @@ def test_report_loads_in_headless_chromium(report: ReportResult, tmp_path: Path)
         assert "Collapse warnings" in proc.stdout
     n = len(result.figures)
     assert f'data-images="{n}/{n}"' in proc.stdout
+
+
+def test_moving_average_is_a_trailing_mean_over_the_raw_points() -> None:
+    from searchrl.training.report import moving_average
+
+    assert moving_average([1.0, 3.0, 5.0, 7.0]) == [1.0, 2.0, 3.0, 5.0]
+    assert moving_average([2.0, 4.0], window=1) == [2.0, 4.0]
+    with pytest.raises(ValueError, match="window"):
+        moving_average([1.0], window=0)

@@ -323,12 +323,23 @@ def _png_bytes(fig: Any) -> bytes:
     return buffer.getvalue()
 
 
+SMOOTHING_WINDOW = 3  # steps: a per-step value comes from 8 questions x G rollouts, so it is noisy
+
+
+def moving_average(values: Sequence[float], window: int = SMOOTHING_WINDOW) -> list[float]:
+    """Trailing mean of the last ``window`` points (fewer at the start), drawn over the raw per-step points."""
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    return [sum(values[max(0, i - window + 1) : i + 1]) / len(values[max(0, i - window + 1) : i + 1])
+            for i in range(len(values))]
+
+
 def _plot_panels(
     runs: Sequence[RunData], panels: Sequence[Panel], colours: Sequence[Any], notes: list[str],
     figure_title: str, mark_events: bool = False,
 ) -> bytes:
     fig, axes = _new_figure(len(panels))
-    fig.suptitle(figure_title)
+    fig.suptitle(f"{figure_title} (lines: {SMOOTHING_WINDOW}-step moving average; faint dots: each step)")
     for ax, panel in zip(axes, panels):
         plotted = 0
         for index, (run, colour) in enumerate(zip(runs, colours)):
@@ -339,8 +350,8 @@ def _plot_panels(
                                  f"curve skipped in '{panel.title}'")
                 continue
             key, xs, ys = found
-            ax.plot(xs, ys, color=colour, label=run.name, linewidth=1.5, linestyle=_linestyle(index),
-                    marker="." if len(xs) < 30 else None)
+            ax.plot(xs, ys, color=colour, linewidth=0.8, alpha=0.35, marker=".", linestyle=_linestyle(index))
+            ax.plot(xs, moving_average(ys), color=colour, label=run.name, linewidth=1.8, linestyle=_linestyle(index))
             plotted += 1
             if mark_events:
                 _mark_events(ax, run, panel, xs, ys, colour)
