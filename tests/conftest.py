@@ -25,3 +25,16 @@ def qa_samples() -> Path:
     corpus = QA_SAMPLES / "nq_oracle" / "corpus.jsonl"
     assert corpus.is_file(), f"test data missing: {corpus} (tests/fixtures/qa ships with the repository)"
     return QA_SAMPLES
+
+
+@pytest.fixture
+def one_thread():
+    """One intra-op torch thread for the test (restored after): with two cores shared by many processes it is
+    faster, and it makes the tiny-model training tests deterministic. Modules opt in with
+    ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -19,12 +19,7 @@ from searchrl.training.logger import read_jsonl
 QUESTION = json.dumps({"id": "q1", "question": "Who wrote it?", "golden_answers": ["Ann"]}) + "\n"
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 def train_cli(capsys, args: list[str]) -> tuple[int, str]:

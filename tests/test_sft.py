@@ -23,12 +23,7 @@ def tiny_model(tmp_path_factory) -> Path:
     return build_tiny_random_model(tmp_path_factory.getbasetemp() / "searchrl_tiny_model")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -31,13 +31,7 @@ def tiny_model(tmp_path_factory) -> Path:
     return build_tiny_random_model(tmp_path_factory.getbasetemp() / "searchrl_tiny_model")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # Two cores shared by many processes: one intra-op thread is faster and deterministic.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 def tiny_overrides(model: Path, run_dir: Path, **extra: object) -> list[str]:
