@@ -282,50 +282,35 @@ def group_index(group_ids: Sequence[Hashable]) -> tuple[Tensor, int]:
     return torch.tensor(dense, dtype=torch.long), len(index)
 
 
-def aggregation_row_weights(
-    row_tokens: Tensor, mode: str = "token-mean", *, width: int, norm_constant: float | None = None
-) -> Tensor:
-    """The weight c_b (B,) each row's token sum gets in a loss aggregation: agg(x, M) = Σ_b c_b Σ_t M_{b,t}·x_{b,t}.
-
-    ``row_tokens`` (B,) = Σ_t M_{b,t}, the masked tokens of each row of the mask M being aggregated over; ``width``
-    is the padded width T (the default Dr.GRPO constant). Every mode weighs the tokens of one row equally, so the
-    weights are per row; this is the one place the modes are defined (:func:`aggregation_weights`,
-    :func:`aggregate`, the base losses and the SAPO / LLDS penalties in both engines all use it):
-
-    - ``token-mean``: c = 1 / Σ_b n_b (Search-R1, DAPO; the official SAPO and LLDS code's ``masked_mean``).
-    - ``seq-mean-token-sum``: c = 1 / B'.
-    - ``seq-mean-token-mean``: c_b = 1 / (B' · n_b) (GSPO; SAPO paper Eq. 9; LLDS paper Eq. 4).
-    - ``seq-mean-token-sum-norm``: c = 1 / (B' · C), C = ``norm_constant`` (Dr.GRPO's constant, e.g. the maximum
-      response length); when None, C = T, the padded width, as verl does — then the value depends on padding,
-      so set the constant for Dr.GRPO.
-
-    n_b = ``row_tokens``; B' is the number of rows with at least one masked token, so fully padded rows do not
-    dilute the mean (as verl's pad-aware ``agg_loss``, volcengine/verl HEAD: verl/trainer/ppo/core_algos.py).
-    Differs from verl in: an empty mask gives a finite 0 loss (verl's ``masked_mean`` divides by zero there).
-    """
-    if mode not in AGGREGATION_MODES:
-        raise ValueError(f"unknown loss aggregation mode {mode!r}; allowed: {list(AGGREGATION_MODES)}")
-    if mode == "token-mean":
-        return (1.0 / row_tokens.sum().clamp(min=1.0)).expand(row_tokens.shape)
-    n_rows = (row_tokens > 0).sum().clamp(min=1).to(row_tokens.dtype)
-    if mode == "seq-mean-token-sum":
-        return (1.0 / n_rows).expand(row_tokens.shape)
-    if mode == "seq-mean-token-mean":
-        return 1.0 / (row_tokens.clamp(min=1.0) * n_rows)
-    constant = float(width) if norm_constant is None else float(norm_constant)
-    if constant <= 0:
-        raise ValueError(f"norm_constant must be > 0, got {norm_constant}")
-    return (1.0 / (n_rows * constant)).expand(row_tokens.shape)
-
-
 def aggregation_weights(mask: Tensor, mode: str = "token-mean", *, norm_constant: float | None = None) -> Tensor:
     """Per-token weights W (B, T) such that the aggregated loss is Σ_{b,t} W·x; zero off the mask.
 
-    W = m · c_b with c from :func:`aggregation_row_weights` (the modes and their sources are listed there).
+    - ``token-mean``: W = m / Σ m (Search-R1, DAPO).
+    - ``seq-mean-token-sum``: W = m / B'.
+    - ``seq-mean-token-mean``: W = m / (B' · Σ_t m_b) (GSPO).
+    - ``seq-mean-token-sum-norm``: W = m / (B' · C), C = ``norm_constant`` (Dr.GRPO's constant, e.g. the maximum
+      response length); when None, C = T, the padded width, as verl does — then the value depends on padding,
+      so set the constant for Dr.GRPO.
+
+    B' is the number of rows with at least one masked token, so fully padded rows do not dilute the mean (as
+    verl's pad-aware ``agg_loss``, volcengine/verl HEAD: verl/trainer/ppo/core_algos.py). Differs from verl in:
+    an empty mask gives all-zero weights, hence a finite 0 loss (verl's ``masked_mean`` divides by zero there).
     """
+    if mode not in AGGREGATION_MODES:
+        raise ValueError(f"unknown loss aggregation mode {mode!r}; allowed: {list(AGGREGATION_MODES)}")
     m = mask if mask.is_floating_point() else mask.to(torch.float32)  # (B, T)
-    row = aggregation_row_weights(m.sum(dim=-1), mode, width=m.shape[-1], norm_constant=norm_constant)
-    return m * row[:, None]
+    if mode == "token-mean":
+        return m / m.sum().clamp(min=1.0)
+    row_tokens = m.sum(dim=-1)  # (B,)
+    n_rows = (row_tokens > 0).sum().clamp(min=1).to(m.dtype)
+    if mode == "seq-mean-token-sum":
+        return m / n_rows
+    if mode == "seq-mean-token-mean":
+        return m * (1.0 / (row_tokens.clamp(min=1.0) * n_rows))[:, None]
+    constant = float(m.shape[-1]) if norm_constant is None else float(norm_constant)
+    if constant <= 0:
+        raise ValueError(f"norm_constant must be > 0, got {norm_constant}")
+    return m / (n_rows * constant)
 
 
 def aggregate(
