@@ -1,31 +1,29 @@
 """Benchmark: forward+backward time of the policy loss with and without the SAPO / LLDS penalties, and the
 CalibAdv advantage transform, on CPU.
 
-Run: .venv/bin/python benchmarks/bench_losses.py [--threads 2] [--repeats 60] [--quick]
+Run: .venv/bin/python benchmarks/bench_losses.py [--threads 1] [--repeats 60] [--quick]
 
 What it measures, at B=256, T=1024 with 4 model turns per row (observation gaps between turns, right padding):
 
 - ``Objective.loss(...)`` + ``backward()`` exactly as the trainer runs it, with the (B, T) advantages that
   ``Objective.advantages`` returns: ``grpo`` (PPO clip only) vs ``sapo`` vs ``llds`` (action gate, the default;
-  also the response and token gates), first with the
-  KL and entropy terms off so the ratio isolates the penalty, then with Search-R1's defaults on
-  (KL 0.001 low_var_kl, entropy 0.001: what ``algorithm: {name: sapo}`` runs);
-- the standalone functions: ``ppo_clip_loss`` alone, and plus ``sapo_penalty`` / ``llds_penalty`` computed
-  separately (each builds its own context: the unfused path);
-- ``calibadv_advantages`` at B=512, T=2048 (target < 50 ms) and at B=256, T=1024;
-- ``block_run_layout`` alone: the mask-only part of LLDS's action gate (where each turn starts), which every
-  ``Objective.loss`` with the action gate computes once, to split that variant's cost into layout and gate.
+  also the response and token gates), first with the KL and entropy terms off so the ratio isolates the penalty,
+  then with Search-R1's defaults on (KL 0.001 low_var_kl, entropy 0.001: what ``algorithm: {name: sapo}`` runs);
+- ``calibadv_advantages`` at B=512, T=2048 (target < 50 ms) and at B=256, T=1024.
 
-Rounds are interleaved (every variant once per round) so that load from other processes on a shared machine hits
-all variants alike. Reported: the minimum (the least-disturbed run) and the median wall time; the penalty ratios
-are min/min and the median of the per-round paired ratios. With ``--threads 1`` the per-thread CPU time is
-reported too. Targets: each penalty adds at most 10 % to the clipped loss's time; calibadv < 50 ms at 512×2048.
+Every round runs every variant once, in a fresh random order (seeded), so position in the round and load from
+other processes hit all variants alike. Reported per variant: median and range of the wall time (and of the
+thread's CPU time with ``--threads 1``); per penalty, the paired ratio to its baseline in each round, as median
+and 5–95 % range. The CPU model and the load average are printed with the table. Targets: each penalty adds at
+most 10 % to the clipped loss's time; calibadv < 50 ms at 512×2048.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import platform
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -41,11 +39,7 @@ from searchrl.algorithms import (
     PolicyBatch,
     build_objective,
     calibadv_advantages,
-    llds_penalty,
-    ppo_clip_loss,
-    sapo_penalty,
 )
-from searchrl.algorithms.masks import block_run_layout
 
 
 def make_mask(rows: int, width: int, turns: int, gen: torch.Generator) -> torch.Tensor:
@@ -96,19 +90,6 @@ def objective_step(objective: Objective, data: dict[str, torch.Tensor], with_ref
     return step
 
 
-def standalone_step(penalty: str | None, data: dict[str, torch.Tensor]) -> Callable[[], None]:
-    def step() -> None:
-        log_probs = (data["old"] + data["drift"]).requires_grad_()
-        loss, _ = ppo_clip_loss(log_probs, data["old"], data["adv"], data["mask"])
-        if penalty == "sapo":
-            loss = loss + 0.1 * sapo_penalty(log_probs, data["old"], data["adv"], data["mask"])
-        elif penalty == "llds":
-            loss = loss + 0.2 * llds_penalty(log_probs, data["old"], data["adv"], data["mask"], gate="action")
-        loss.backward()
-
-    return step
-
-
 def calibadv_step(rows: int, width: int, turns: int) -> Callable[[], None]:
     gen = torch.Generator().manual_seed(1)
     mask = make_mask(rows, width, turns, gen)
@@ -129,14 +110,36 @@ BASELINES = {
     "Objective llds (token gate)": "Objective grpo (clip only)",
     "Objective sapo, KL+entropy on": "Objective grpo, KL+entropy on",
     "Objective llds, KL+entropy on": "Objective grpo, KL+entropy on",
-    "ppo_clip_loss + sapo_penalty": "ppo_clip_loss",
-    "ppo_clip_loss + llds_penalty": "ppo_clip_loss",
 }
+
+
+def cpu_model() -> str:
+    """The CPU model name (from /proc/cpuinfo on Linux), for the record."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def ms_range(seconds: list[float]) -> str:
+    """'median [min, max]' in milliseconds."""
+    return f"{statistics.median(seconds) * 1e3:.2f} [{min(seconds) * 1e3:.2f}, {max(seconds) * 1e3:.2f}]"
+
+
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """Median and the 5th and 95th percentiles (nearest rank) of ``values``."""
+    ordered = sorted(values)
+    at = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return statistics.median(ordered), at(0.05), at(0.95)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     parser.add_argument("--repeats", type=int, default=60, help="timed rounds (after 3 warm-up rounds)")
     parser.add_argument("--quick", action="store_true", help="8 rounds, for a smoke run")
     args = parser.parse_args()
@@ -159,10 +162,6 @@ def main() -> int:
         "Objective grpo, KL+entropy on": objective_step(build_objective({"name": "grpo"}), data, True),
         "Objective sapo, KL+entropy on": objective_step(build_objective({"name": "sapo"}), data, True),
         "Objective llds, KL+entropy on": objective_step(build_objective({"name": "llds"}), data, True),
-        "ppo_clip_loss": standalone_step(None, data),
-        "ppo_clip_loss + sapo_penalty": standalone_step("sapo", data),
-        "ppo_clip_loss + llds_penalty": standalone_step("llds", data),
-        "block_run_layout 256×1024 (action-gate layout)": lambda: block_run_layout(data["mask"]),
         "calibadv_advantages 256×1024": calibadv_step(256, 1024, 4),
         "calibadv_advantages 512×2048": calibadv_step(512, 2048, 4),
     }
@@ -177,10 +176,14 @@ def main() -> int:
         TimeRemainingColumn(),
     )
     load_before = os.getloadavg()[0]
+    order = random.Random(0)
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("timing rounds", total=repeats + 3)
         for round_index in range(repeats + 3):
-            for name, step in variants.items():
+            names = list(variants)
+            order.shuffle(names)  # a fresh order each round: no variant always runs first or after another
+            for name in names:
+                step = variants[name]
                 start_cpu, start = time.thread_time(), time.perf_counter()
                 step()
                 if round_index >= 3:  # the first rounds warm up the allocator and kernels
@@ -198,27 +201,23 @@ def main() -> int:
     basis = cpu if args.threads == 1 else wall
     basis_name = "CPU time" if args.threads == 1 else "wall time"
     table.add_column("variant")
-    table.add_column("wall min ms", justify="right")
-    table.add_column("wall median ms", justify="right")
+    table.add_column("wall median ms [min, max]", justify="right")
     if args.threads == 1:
-        table.add_column("CPU min ms", justify="right")
-        table.add_column("CPU median ms", justify="right")
-    table.add_column(f"ratio, min {basis_name}", justify="right")
-    table.add_column(f"ratio, paired median {basis_name}", justify="right")
+        table.add_column("CPU median ms [min, max]", justify="right")
+    table.add_column(f"paired ratio, {basis_name}: median [5%, 95%]", justify="right")
     for name in variants:
-        row = [name, f"{min(wall[name]) * 1e3:.2f}", f"{statistics.median(wall[name]) * 1e3:.2f}"]
+        row = [name, ms_range(wall[name])]
         if args.threads == 1:
-            row += [f"{min(cpu[name]) * 1e3:.2f}", f"{statistics.median(cpu[name]) * 1e3:.2f}"]
+            row.append(ms_range(cpu[name]))
         if name in BASELINES:
-            base = BASELINES[name]
-            paired = statistics.median(a / b for a, b in zip(basis[name], basis[base]))
-            row += [f"{min(basis[name]) / min(basis[base]):.3f}×", f"{paired:.3f}×"]
+            mid, low, high = spread([a / b for a, b in zip(basis[name], basis[BASELINES[name]])])
+            row.append(f"{mid:.3f}× [{low:.3f}, {high:.3f}]")
         else:
-            row += ["", ""]
+            row.append("")
         table.add_row(*row)
     console.print(table)
     console.print(
-        f"machine: {os.cpu_count()} CPU cores visible, shared; load average {load_before:.1f} before, "
+        f"CPU: {cpu_model()}; {os.cpu_count()} cores visible; load average {load_before:.1f} before, "
         f"{load_after:.1f} after"
     )
     return 0

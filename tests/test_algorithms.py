@@ -17,21 +17,19 @@ from searchrl.algorithms import (
     build_objective,
     calibadv_advantages,
     entropy_from_logits,
-    grpo_advantages,
     group_index,
-    gspo_loss,
+    grpo_advantages,
+    gspo,
     kl_penalty,
-    llds_penalty,
-    llds_penalty_terms,
-    ppo_clip_loss,
-    sapo_penalty,
-    sapo_penalty_terms,
+    llds,
+    ppo_clip,
+    sapo,
     silver_turn_scores,
     turn_ids,
     word_edit_similarity,
     word_levenshtein,
 )
-from searchrl.algorithms.masks import block_run_layout, block_run_sums, padded_size, scale_run_spans_
+from searchrl.algorithms.losses import Term
 
 torch.set_num_threads(2)
 LN = math.log
@@ -39,6 +37,29 @@ LN = math.log
 
 def leaf(values: list[list[float]]) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.float64, requires_grad=True)
+
+
+def value(term: Term, mode: str = "token-mean", norm_constant: float | None = None) -> torch.Tensor:
+    """A term's scalar as Objective.reduce computes it: its own aggregation mode, else ``mode``."""
+    return aggregate(term.per_token, term.mask, term.agg_mode or mode, norm_constant=norm_constant)
+
+
+def ppo_clip_loss(lp, old, adv, mask, *, loss_agg_mode="token-mean", norm_constant=None, **knobs):
+    term = ppo_clip(lp, old, adv, mask, **knobs)
+    return value(term, loss_agg_mode, norm_constant), term.metrics
+
+
+def gspo_loss(lp, old, adv, mask, *, loss_agg_mode="seq-mean-token-mean", **knobs):
+    term = gspo(lp, old, adv, mask, **knobs)
+    return value(term, loss_agg_mode), term.metrics
+
+
+def sapo_penalty(lp, old, adv, mask, **knobs):
+    return value(sapo(lp, old, adv, mask, **knobs))
+
+
+def llds_penalty(lp, old, adv, mask, **knobs):
+    return value(llds(lp, old, adv, mask, **knobs))
 
 
 # ------------------------------------------------------------------------------------------- masks and groups
@@ -619,7 +640,7 @@ def _grad(fn, lp):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("token_adv", [False, True])
-def test_analytic_gradients_match_autograd_oracles(seed: int, token_adv: bool) -> None:
+def test_losses_match_independent_oracles(seed: int, token_adv: bool) -> None:
     lp, old, adv, mask = _random_policy(seed, token_adv)
     cases = {
         "ppo": (lambda: ppo_clip_loss(lp, old, adv, mask)[0], lambda: _oracle_ppo(lp, old, adv, mask)),
@@ -692,40 +713,25 @@ def test_kl_derivatives_match_autograd(kind: str) -> None:
 # ------------------------------------------------------------------------------------------- per-token penalty form
 
 
-@pytest.mark.parametrize("token_adv", [False, True])
-def test_per_token_penalties_aggregate_to_the_scalar_penalties(token_adv: bool) -> None:
-    lp, old, adv, mask = _random_policy(11, token_adv)
-    m = mask.double()
-    row = adv if adv.dim() == 1 else (adv * m).sum(-1) / m.sum(-1).clamp(min=1)
-    selected_tokens = (m * (row >= 0)[:, None]).sum()
-    for tau in (1.0, 1.1):
-        terms = sapo_penalty_terms(lp, old, adv, mask, tau=tau)
-        value, grad = _grad(lambda terms=terms: terms.per_token.sum() / selected_tokens, lp)
-        expected_value, expected_grad = _grad(lambda tau=tau: sapo_penalty(lp, old, adv, mask, tau=tau), lp)
-        torch.testing.assert_close(value, expected_value)
-        torch.testing.assert_close(grad, expected_grad)
-        terms = sapo_penalty_terms(lp, old, adv, mask, tau=tau)
-        paper = aggregate(terms.per_token, mask, "seq-mean-token-mean")  # SAPO Eq. 9
-        torch.testing.assert_close(paper, sapo_penalty(lp, old, adv, mask, tau=tau, normalization="paper"))
-    for gate in LLDS_GATES:
-        terms_fn = lambda gate=gate: llds_penalty_terms(lp, old, adv, mask, gate=gate).per_token  # noqa: E731
-        value, grad = _grad(lambda terms_fn=terms_fn: aggregate(terms_fn(), mask), lp)
-        expected_value, expected_grad = _grad(lambda gate=gate: llds_penalty(lp, old, adv, mask, gate=gate), lp)
-        torch.testing.assert_close(value, expected_value)
-        torch.testing.assert_close(grad, expected_grad)
-
-
 def test_per_token_penalty_masks_by_hand() -> None:
     lp, old, adv, mask = _sapo_case()
-    terms = sapo_penalty_terms(lp, old, adv, mask)
-    # rows A ≥ 0: 0 and 1; acting tokens r ≤ 1: row 0 tokens 0 and 2, row 1 token 0
-    assert terms.selection_mask.tolist() == [[True, True, True, False], [True, False, False, False], [False] * 4]
-    assert terms.active_mask.tolist() == [[True, False, True, False], [True, False, False, False], [False] * 4]
+    terms = sapo(lp, old, adv, mask)
+    # rows A ≥ 0: 0 and 1 (the official token mean runs over their tokens); acting tokens r ≤ 1: row 0 tokens 0
+    # and 2, row 1 token 0
+    assert terms.agg_mode == "token-mean"
+    assert terms.mask.tolist() == [[True, True, True, False], [True, False, False, False], [False] * 4]
+    assert terms.acting.tolist() == [[True, False, True, False], [True, False, False, False], [False] * 4]
     assert terms.per_token[0].tolist() == pytest.approx([LN(2), 0.0, 0.0, 0.0])
+    assert terms.metrics["active"].item() == pytest.approx(3 / 5)
+    assert terms.metrics["selected"].item() == pytest.approx(4 / 5)
+    paper = sapo(lp, old, adv, mask, normalization="paper")
+    assert paper.agg_mode == "seq-mean-token-mean" and torch.equal(paper.mask, mask.bool())
     lp, old, adv, mask = _llds_case()
-    terms = llds_penalty_terms(lp, old, adv, mask, gate="action")
-    assert terms.active_mask.nonzero().tolist() == [[0, 0]]
-    assert terms.selection_mask[1].tolist() == [False] * 6  # A < 0
+    terms = llds(lp, old, adv, mask, gate="action")
+    assert terms.acting.nonzero().tolist() == [[0, 0]]
+    assert torch.equal(terms.mask, mask.bool())  # official: every masked token
+    assert terms.per_token[1].tolist() == [0.0] * 6  # A < 0
+    assert terms.metrics["selected"].item() == pytest.approx(6 / 7)
 
 
 # ------------------------------------------------------------------------------------------- LLDS action gate
@@ -754,7 +760,7 @@ def _ragged_masks(gen: torch.Generator, rows: int, width: int) -> torch.Tensor:
 
 def _dyadic(gen: torch.Generator, shape: tuple[int, int], dtype: torch.dtype, low: int, high: int) -> torch.Tensor:
     """Multiples of 1/16 in [low/16, high/16]: every sum of a few hundred is exact in float32 and float64, so the
-    fast path and the loop agree exactly whatever their summation order, and some actions sum to exactly 0."""
+    implementation and the loop agree exactly whatever their summation order, and some actions sum to exactly 0."""
     return (torch.randint(low, high + 1, shape, generator=gen) / 16).to(dtype)
 
 
@@ -800,22 +806,9 @@ def _loop_llds_action(lp: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, ma
     return value, as_tensor(grad), as_tensor(per_token), torch.tensor(active)
 
 
-@pytest.fixture(params=["fused", "tensor"])
-def llds_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test on both LLDS paths: the fused CPU kernel (kernels.py) and the tensor operations (GPU, no numba)."""
-    import searchrl.algorithms.losses as losses_module
-    from searchrl.algorithms.kernels import fused_available
-
-    if request.param == "fused" and not fused_available(torch.zeros(1, 1)):
-        pytest.skip("numba is not installed")
-    if request.param == "tensor":
-        monkeypatch.setattr(losses_module, "fused_available", lambda *tensors: False)
-    return request.param
-
-
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_llds_action_gate_equals_a_loop_over_rows_and_actions(seed: int, dtype: torch.dtype, llds_path: str) -> None:
+def test_llds_action_gate_equals_a_loop_over_rows_and_actions(seed: int, dtype: torch.dtype) -> None:
     gen = torch.Generator().manual_seed(seed)
     rows, width = [(10, 37), (7, 64), (11, 5), (3, 100)][seed]  # widths off and on the 32-token blocks
     mask = _ragged_masks(gen, rows, width)
@@ -831,18 +824,18 @@ def test_llds_action_gate_equals_a_loop_over_rows_and_actions(seed: int, dtype: 
     assert got.item() == pytest.approx(value, rel=1e-6, abs=1e-12)
     assert torch.equal(lp.grad, grad)
     lp.grad = None
-    terms = llds_penalty_terms(lp, old, adv, mask, gate="action")
-    assert torch.equal(terms.per_token.detach(), per_token) and torch.equal(terms.active_mask, active)
+    terms = llds(lp, old, adv, mask, gate="action")
+    assert torch.equal(terms.per_token.detach(), per_token) and torch.equal(terms.acting, active)
     terms.per_token.sum().backward()
     n_tokens = max(1, int(mask.sum()))
     assert torch.equal(lp.grad * (1.0 / n_tokens), grad)  # ∂P/∂lp = −1 on the active tokens
-    # the fused Objective path shares one LossContext with the clipped loss; its LLDS term is the same
+    # the objective runs the same term
     objective = build_objective({"name": "llds", "kl_coef": 0, "entropy_coef": 0})
     _, metrics = objective.loss(PolicyBatch(lp, old, adv, mask))
     assert metrics["penalty/llds"].item() == pytest.approx(value, rel=1e-6, abs=1e-12)
 
 
-def test_llds_action_gate_edge_shapes(llds_path: str) -> None:
+def test_llds_action_gate_edge_shapes() -> None:
     for rows, width in [(0, 5), (3, 0), (4, 1)]:
         old = torch.zeros(rows, width)
         lp = torch.full((rows, width), -0.5).requires_grad_()
@@ -854,56 +847,3 @@ def test_llds_action_gate_edge_shapes(llds_path: str) -> None:
     zero_mask = torch.zeros(3, 8, dtype=torch.long)
     lp = torch.full((3, 8), -1.0).requires_grad_()
     assert llds_penalty(lp, torch.zeros(3, 8), torch.ones(3), zero_mask, gate="action").item() == 0.0
-
-
-@pytest.mark.parametrize("block", [1, 3, 32])
-def test_block_run_layout_sums_and_scales_like_a_loop(block: int) -> None:
-    gen = torch.Generator().manual_seed(block)
-    rows, width = 9, 29
-    mask = _ragged_masks(gen, rows, width)
-    values = _dyadic(gen, (rows, width), torch.float64, -16, 16) * mask
-    layout = block_run_layout(mask, block=block, dtype=torch.float64)
-    runs = [(b, s, e) for b in range(rows) for s, e in _loop_runs(mask[b].tolist())]
-    assert layout.n_runs == len(runs)
-    flat = torch.zeros(padded_size(rows, width, block), dtype=torch.float64)
-    flat[: rows * width] = values.reshape(-1)
-    sums = block_run_sums(flat, layout)
-    assert sums.tolist() == [float(values[b, s:e].sum()) for b, s, e in runs]
-    factors = _dyadic(gen, (1, len(runs) + 1), torch.float64, 1, 40)[0]  # factor r for run r, [0] before run 1
-    scale_run_spans_(flat, factors, layout)
-    expected = values.clone()
-    for r, (b, s, e) in enumerate(runs, start=1):
-        expected[b, s:e] *= factors[r]
-    assert torch.equal(flat[: rows * width].view(rows, width), expected)
-    with pytest.raises(ValueError, match="scratch"):
-        block_run_layout(mask, block=block, scratch=torch.empty(3))
-
-
-@pytest.mark.parametrize("gate", ["action", "response", "token"])
-@pytest.mark.parametrize("width", [1, 15, 16, 17, 47, 160])
-def test_fused_llds_kernel_equals_a_loop(gate: str, width: int) -> None:
-    """The numba kernel's slope and per-row sums, against a plain loop, on widths around its 16-token chunks."""
-    from searchrl.algorithms.kernels import fused_available, llds_rows
-
-    if not fused_available(torch.zeros(1, 1)):
-        pytest.skip("numba is not installed")
-    gen = torch.Generator().manual_seed(width)
-    rows = 12
-    mask = _ragged_masks(gen, rows, width).to(torch.float32)
-    mask[0] = 1.0  # one run over the whole row (crosses whole chunks)
-    mask[1] = 0.0  # no run at all
-    x = _dyadic(gen, (rows, width), torch.float32, -16, 16) * mask  # m·log r
-    slope, decrease_rows, acting_rows = llds_rows(x, mask, gate)
-    for b in range(rows):
-        runs = _loop_runs(mask[b].long().tolist())
-        row_on = float(x[b].sum()) < 0 if gate == "response" else True
-        expected_slope = torch.zeros(width)
-        for start, end in runs:
-            on = float(x[b, start:end].sum()) < 0 if gate == "action" else row_on
-            if on:
-                expected_slope[start:end] = (x[b, start:end] < 0).float()
-        assert torch.equal(slope[b], expected_slope), (b, runs)
-        assert decrease_rows[b].item() == float((-x[b]).clamp(min=0).mul(expected_slope).sum())
-        assert acting_rows[b].item() == float(expected_slope.sum())
-    with pytest.raises(ValueError, match="allowed"):
-        llds_rows(x, mask, "turn")

@@ -14,7 +14,7 @@ from searchrl.algorithms import (
     BASE_METRIC_KEYS,
     AdvantageBatch,
     PolicyBatch,
-    TermOutput,
+    Term,
     UnknownNameError,
     aggregate,
     algorithm_names,
@@ -25,23 +25,39 @@ from searchrl.algorithms import (
     get_policy_loss,
     kl_penalty,
     knob,
-    llds_penalty,
-    llds_penalty_terms,
+    llds,
+    log_ratio,
     metric_keys,
     policy_loss_names,
-    ppo_clip_loss,
+    ppo_clip,
     register_advantage_estimator,
     register_algorithm,
     register_policy_loss,
-    sapo_penalty,
-    sapo_penalty_terms,
+    sapo,
     turn_ids,
     unregister,
 )
-from searchrl.algorithms.losses import LossContext
 
 torch.set_num_threads(2)
 ALGORITHMS = ["calibadv", "calibadv_sapo", "dapo", "dr_grpo", "grpo", "gspo", "llds", "sapo"]
+
+
+def value(term: Term, mode: str = "token-mean") -> torch.Tensor:
+    """A term's scalar as Objective.reduce computes it: its own aggregation mode, else ``mode``."""
+    return aggregate(term.per_token, term.mask, term.agg_mode or mode)
+
+
+def ppo_clip_loss(lp, old, adv, mask):
+    term = ppo_clip(lp, old, adv, mask)
+    return value(term), term.metrics
+
+
+def sapo_penalty(lp, old, adv, mask, **knobs):
+    return value(sapo(lp, old, adv, mask, **knobs))
+
+
+def llds_penalty(lp, old, adv, mask, **knobs):
+    return value(llds(lp, old, adv, mask, **knobs))
 
 
 def _batch(seed: int = 0, rows: int = 6, width: int = 12, drift: float = 0.3, **extra: torch.Tensor) -> PolicyBatch:
@@ -193,9 +209,10 @@ class _RatioL2Params:
 
 def test_user_penalty_and_algorithm_compose_without_touching_ours() -> None:
     @register_policy_loss("ratio_l2", params=_RatioL2Params, role="penalty")
-    def ratio_l2(batch: PolicyBatch, params: _RatioL2Params, ctx: LossContext) -> TermOutput:
-        value = ctx.masked_mean(ctx.log_ratio.square())
-        return TermOutput(value, {"active": torch.ones(())})
+    def ratio_l2(batch: PolicyBatch, params: _RatioL2Params) -> Term:
+        mask = batch.response_mask.bool()
+        per_token = log_ratio(batch.log_probs, batch.old_log_probs).square() * mask
+        return Term(per_token, mask, "token-mean", {"active": torch.ones(())})
 
     try:
         register_algorithm("grpo_l2", advantage_estimator="grpo", policy_loss="ppo_clip", penalties=["ratio_l2"])
@@ -254,7 +271,7 @@ def test_objective_total_is_the_sum_of_its_parts() -> None:
     llds_loss, llds_metrics = build_objective({"name": "llds"}).loss(batch)
     llds = llds_penalty(lp, old, adv, mask)
     assert llds_metrics["penalty"].item() == pytest.approx(0.2 * llds.item())
-    # the fused gradient equals the sum of the separately computed terms' gradients
+    # the objective's gradient equals the sum of the separately computed terms' gradients
     loss.backward()
     fused_lp, fused_entropy = lp.grad.clone(), batch.entropy.grad.clone()
     lp.grad, batch.entropy.grad = None, None
@@ -279,45 +296,46 @@ def test_objective_penalty_terms_for_external_aggregation() -> None:
     batch = _batch(6)
     objective = build_objective({"name": "sapo", "penalties": ["sapo", "llds"], "llds": {"lam": 0.5}})
     terms = objective.penalty_terms(batch)
-    assert [(name, coef, agg) for name, coef, _, agg in terms] == [
-        ("sapo", 0.1, ("token-mean", "selected")), ("llds", 0.5, ("token-mean", "response"))]
+    assert [(name, coef, term.agg_mode) for name, coef, term in terms] == [
+        ("sapo", 0.1, "token-mean"), ("llds", 0.5, "token-mean")]
     lp, old, adv, mask = batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask
-    llds = terms[1][2]
-    torch.testing.assert_close(aggregate(llds.per_token, mask), llds_penalty(lp, old, adv, mask))
-    assert llds.per_token.requires_grad and llds.active_mask.dtype == torch.bool
+    llds_term = terms[1][2]
+    torch.testing.assert_close(aggregate(llds_term.per_token, mask), llds_penalty(lp, old, adv, mask))
+    assert llds_term.per_token.requires_grad and llds_term.acting.dtype == torch.bool
 
 
 @pytest.mark.parametrize("normalization", ["official", "paper"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_the_fused_penalties_equal_their_aggregation_table(normalization, seed) -> None:
-    """PENALTY_AGGREGATION is the one definition of how a penalty normalises: the fused penalties (the functions
-    the trainer's objective runs; value and gradient) equal aggregate_penalty over the per-token terms, for every
-    penalty and normalisation, with a fully padded row and negative rows in the batch."""
-    from searchrl.algorithms.losses import PENALTY_AGGREGATION, aggregate_penalty
-
+def test_penalty_normalisations_by_their_definitions(normalization, seed) -> None:
+    """Each penalty's two normalisations, written out from their definitions (SAPO: official token mean over the
+    A ≥ 0 rows' tokens, paper Eq. 9 mean over all trajectories of per-row means; LLDS: official token mean over
+    every masked token, paper Eq. 4 mean over Y_pre of per-row means) equal what the objective adds, with a fully
+    padded row and negative rows in the batch."""
     base = _batch(10 + seed)
     mask = base.response_mask.clone()
     mask[-1] = 0  # a fully padded row must not count in any denominator
     old, adv = base.old_log_probs, base.advantages
     assert (adv < 0).any() and (adv >= 0).any()
-    cases = {
-        "sapo": (lambda lp: sapo_penalty(lp, old, adv, mask, normalization=normalization),
-                 lambda lp: sapo_penalty_terms(lp, old, adv, mask)),
-        "llds": (lambda lp: llds_penalty(lp, old, adv, mask, gate="token", normalization=normalization),
-                 lambda lp: llds_penalty_terms(lp, old, adv, mask, gate="token")),
-    }
+    m = mask.double()
+    lengths = m.sum(-1)
+    pre = (adv >= 0).double() * (lengths > 0)
     objective = build_objective({"name": "sapo", "penalties": ["sapo", "llds"], "kl_coef": 0.0, "entropy_coef": 0.0,
                                  "sapo": {"normalization": normalization},
                                  "llds": {"normalization": normalization, "gate": "token"}})
     lp = base.log_probs.detach().clone().requires_grad_(True)
     _, metrics = objective.loss(PolicyBatch(lp, old, adv, mask))
-    for name, (fused_fn, terms_fn) in cases.items():
-        lp = base.log_probs.detach().clone().requires_grad_(True)
-        fused, oracle = fused_fn(lp), aggregate_penalty(terms_fn(lp), mask, *PENALTY_AGGREGATION[(name, normalization)])
-        torch.testing.assert_close(fused, oracle, msg=f"{name}/{normalization}")
-        torch.testing.assert_close(torch.autograd.grad(fused, lp)[0], torch.autograd.grad(oracle, lp)[0])
-        torch.testing.assert_close(metrics[f"penalty/{name}"], oracle.detach())  # what the trainer adds
-        assert float(oracle) > 0
+    x = (lp - old).detach()
+    sapo_rows = (-x * (x <= 0) * m).sum(-1) * pre  # Σ_t over acting tokens of the A ≥ 0 rows
+    llds_rows = ((-x).clamp(min=0) * m).sum(-1) * pre
+    if normalization == "official":
+        sapo_expected = sapo_rows.sum() / (lengths * pre).sum()
+        llds_expected = llds_rows.sum() / m.sum()
+    else:
+        sapo_expected = (sapo_rows / lengths.clamp(min=1)).sum() / (lengths > 0).sum()
+        llds_expected = (llds_rows / lengths.clamp(min=1)).sum() / pre.sum()
+    for name, expected in (("sapo", sapo_expected), ("llds", llds_expected)):
+        torch.testing.assert_close(metrics[f"penalty/{name}"], expected, msg=f"{name}/{normalization}")
+        assert float(expected) > 0
 
 
 def test_objective_reports_missing_inputs() -> None:
@@ -390,7 +408,7 @@ def test_penalties_with_no_selected_rows_are_finite_zero_with_graph(term: str) -
     lp = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
     old = lp.detach() + 1.0  # every likelihood fell, but every advantage is negative
     out = get_policy_loss(term)(PolicyBatch(lp, old, -torch.ones(3, dtype=torch.float64), torch.ones(3, 5)))
-    loss = out.attached(lp)
+    loss = value(out)
     assert loss.item() == 0.0 and loss.requires_grad and out.metrics["active"].item() == 0.0
     loss.backward()
     assert torch.equal(lp.grad, torch.zeros_like(lp))
@@ -440,19 +458,19 @@ def test_padding_with_masked_tokens_changes_no_loss(case: tuple, mode: str) -> N
         variants = [{}] if name != "llds" else [{"gate": g, "answer_weight": 0.5} for g in gates]
         for extra in variants:
             params = entry.params(**extra)
-            ctx = LossContext(lp, old, adv, mask, loss_agg_mode=mode, norm_constant=7.0)
-            ctx_p = LossContext(lp_p, old_p, adv_p, mask_p, loss_agg_mode=mode, norm_constant=7.0)
-            a = entry.fn(PolicyBatch(lp, old, adv, mask, answer_mask=answer), params, ctx)
-            b = entry.fn(PolicyBatch(lp_p, old_p, adv_p, mask_p, answer_mask=_pad(answer, pad, 1)), params, ctx_p)
-            if a.grad is not None:  # the gradient on the real tokens is unchanged, and exactly 0 on the padding
-                ga = a.grad if a.grad_scale is None else a.grad * a.grad_scale
-                gb = b.grad if b.grad_scale is None else b.grad * b.grad_scale
+            a = entry.fn(PolicyBatch(lp, old, adv, mask, answer_mask=answer), params)
+            b = entry.fn(PolicyBatch(lp_p, old_p, adv_p, mask_p, answer_mask=_pad(answer, pad, 1)), params)
+            va = aggregate(a.per_token, a.mask, a.agg_mode or mode, norm_constant=7.0)
+            vb = aggregate(b.per_token, b.mask, b.agg_mode or mode, norm_constant=7.0)
+            assert vb.item() == pytest.approx(va.item(), rel=1e-9, abs=1e-12), (name, extra)
+            if va.requires_grad:  # the gradient on the real tokens is unchanged, and exactly 0 on the padding
+                (ga,) = torch.autograd.grad(va, lp, allow_unused=True, materialize_grads=True)
+                (gb,) = torch.autograd.grad(vb, lp_p, allow_unused=True, materialize_grads=True)
                 torch.testing.assert_close(gb[:, : lp.shape[1]], ga, rtol=1e-9, atol=1e-12)
                 assert (gb[:, lp.shape[1] :] == 0).all()
-            assert b.loss.item() == pytest.approx(a.loss.item(), rel=1e-9, abs=1e-12), (name, extra)
-            for key, value in a.metrics.items():
-                if not torch.isnan(value):
-                    assert b.metrics[key].item() == pytest.approx(value.item(), rel=1e-9, abs=1e-12), (name, key)
+            for key, metric in a.metrics.items():
+                if not torch.isnan(metric):
+                    assert b.metrics[key].item() == pytest.approx(metric.item(), rel=1e-9, abs=1e-12), (name, key)
 
 
 @_PROPERTY
@@ -470,3 +488,35 @@ def test_permuting_trajectories_with_group_ids_permutes_advantages(seed: int, na
     perm = torch.randperm(rows, generator=gen)
     permuted = AdvantageBatch(rewards[perm], [uid[i] for i in perm], mask[perm], [scores[i] for i in perm])
     torch.testing.assert_close(objective.advantages(permuted), adv[perm], atol=1e-6, rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------- what runs
+
+
+@pytest.mark.parametrize("name", ["sapo", "llds", "gspo", "calibadv_sapo"])
+def test_objective_runs_the_documented_functions(name: str) -> None:
+    """The functions whose docstrings give the equations are the code Objective.loss executes (profiled)."""
+    import sys
+
+    from searchrl.algorithms import losses, masks
+
+    called: set[object] = set()
+
+    def profile(frame, event, arg):  # noqa: ANN001
+        if event == "call":
+            called.add(frame.f_code)
+
+    objective = build_objective({"name": name})
+    batch = _batch(7)
+    sys.setprofile(profile)
+    try:
+        loss, _ = objective.loss(batch)
+        loss.backward()
+    finally:
+        sys.setprofile(None)
+    expected = {losses.kl_penalty, masks.aggregate}
+    expected.add(losses.gspo if name == "gspo" else losses.ppo_clip)
+    expected |= {losses.sapo} if "sapo" in name else set()
+    expected |= {losses.llds, losses.likelihood_decrease_gate} if name == "llds" else set()
+    missing = [fn.__name__ for fn in expected if fn.__code__ not in called]
+    assert not missing, f"Objective.loss did not run {missing}"

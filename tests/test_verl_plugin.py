@@ -35,12 +35,11 @@ from verl.utils.config import omega_conf_to_dataclass  # noqa: E402
 
 import searchrl.integrations.verl as plugin  # noqa: E402
 from searchrl.algorithms import (  # noqa: E402
+    aggregate,
     calibadv_advantages,
-    llds_penalty,
-    llds_penalty_terms,
-    ppo_clip_loss,
-    sapo_penalty,
-    sapo_penalty_terms,
+    llds,
+    ppo_clip,
+    sapo,
     silver_turn_scores,
 )
 from searchrl.errors import ConfigError  # noqa: E402
@@ -57,6 +56,21 @@ torch.set_num_threads(2)
 REPO = Path(__file__).resolve().parents[1]
 VERL_CONFIG_DIR = str(Path(verl.__file__).parent / "trainer" / "config")
 LOSS_TARGET = "searchrl.integrations.verl.config.SearchRLPolicyLossConfig"
+
+
+def ppo_clip_loss(log_prob, old, adv, mask):
+    term = ppo_clip(log_prob, old, adv, mask)
+    return aggregate(term.per_token, term.mask, "token-mean"), term.metrics
+
+
+def sapo_penalty(log_prob, old, adv, mask, **knobs):
+    term = sapo(log_prob, old, adv, mask, **knobs)
+    return aggregate(term.per_token, term.mask, term.agg_mode)
+
+
+def llds_penalty(log_prob, old, adv, mask, **knobs):
+    term = llds(log_prob, old, adv, mask, **knobs)
+    return aggregate(term.per_token, term.mask, term.agg_mode)
 BASE_OVERRIDES = [
     "actor_rollout_ref.actor.strategy=fsdp",
     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
@@ -230,10 +244,10 @@ def test_penalties_keep_their_own_normalisation_under_every_aggregation_mode(tun
         pg, _ = compute_policy_loss_vanilla(old, log_prob, adv, mask.bool(), mode, tuned_actor, weights)
     finally:
         tuned_actor.global_batch_info.clear()
-    sapo = sapo_penalty_terms(log_prob, old, adv, mask, tau=1.1)
-    llds = llds_penalty_terms(log_prob, old, adv, mask, gate="response")
-    official = 0.3 * (sapo.per_token * weights).sum() / sapo.selection_mask.sum() + 0.5 * (
-        llds.per_token * weights
+    sapo_term = sapo(log_prob, old, adv, mask, tau=1.1)
+    llds_term = llds(log_prob, old, adv, mask, gate="response")
+    official = 0.3 * (sapo_term.per_token * weights).sum() / sapo_term.mask.sum() + 0.5 * (
+        llds_term.per_token * weights
     ).sum() / mask.sum()  # SAPO over the A ≥ 0 rows' tokens, LLDS over all tokens: whatever verl's mode
     want = pg + official * (2 / 3)  # the micro-batch's token share of the global batch: N · dp / (3N)
     torch.testing.assert_close(got, want)

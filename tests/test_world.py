@@ -12,7 +12,7 @@ import pytest
 
 from searchrl.cli import main as cli_main
 from searchrl.data import WorldConfig, generate_world, load_oracle, load_source, world_dir, write_world
-from searchrl.data._common_words import COMMON_WORDS
+from searchrl.data.world import COMMON_WORDS
 from searchrl.data.world import QUESTION_TYPES, WORLD_FILES
 from searchrl.errors import ConfigError
 from searchrl.protocol import render_observation

@@ -10,25 +10,13 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
+from searchrl.algorithms import losses
 from searchrl.algorithms.advantages import calibadv_advantages, grpo_advantages
-from searchrl.algorithms.losses import (
-    LLDS_GATES,
-    PENALTY_AGGREGATION,
-    PENALTY_NORMALIZATIONS,
-    LossContext,
-    PenaltyTerms,
-    _gspo,
-    _llds,
-    _llds_terms,
-    _ppo_clip,
-    _sapo,
-    _sapo_terms,
-)
+from searchrl.algorithms.losses import LLDS_GATES, PENALTY_NORMALIZATIONS, Term
 from searchrl.algorithms.params import NoParams, check_params, knob
 from searchrl.algorithms.registry import (
     AdvantageBatch,
     PolicyBatch,
-    TermOutput,
     register_advantage_estimator,
     register_policy_loss,
 )
@@ -77,11 +65,6 @@ class SAPOParams:
     def coef(self) -> float:
         return self.gamma
 
-    @property
-    def aggregation(self) -> tuple[str, str]:
-        """(aggregation mode, mask) of this normalisation: ``PENALTY_AGGREGATION`` in losses.py."""
-        return PENALTY_AGGREGATION[("sapo", self.normalization)]
-
 
 @dataclass(frozen=True)
 class LLDSParams:
@@ -103,11 +86,6 @@ class LLDSParams:
     @property
     def coef(self) -> float:
         return self.lam
-
-    @property
-    def aggregation(self) -> tuple[str, str]:
-        """(aggregation mode, mask) of this normalisation: ``PENALTY_AGGREGATION`` in losses.py."""
-        return PENALTY_AGGREGATION[("llds", self.normalization)]
 
 
 @dataclass(frozen=True)
@@ -135,48 +113,47 @@ class CalibAdvParams:
 
 
 @register_policy_loss("ppo_clip", params=PPOClipParams)
-def ppo_clip_term(batch: PolicyBatch, params: PPOClipParams, ctx: LossContext) -> TermOutput:
-    """PPO clipped surrogate (GRPO/DAPO); see :func:`searchrl.algorithms.losses.ppo_clip_loss`."""
-    value, gradient, metrics = _ppo_clip(ctx, params.clip_low, params.clip_high)
-    return TermOutput(value, metrics, grad=gradient, owns_grad=True)
+def ppo_clip_term(batch: PolicyBatch, params: PPOClipParams) -> Term:
+    """PPO clipped surrogate (GRPO/DAPO): :func:`searchrl.algorithms.losses.ppo_clip`."""
+    return losses.ppo_clip(
+        batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask,
+        clip_low=params.clip_low, clip_high=params.clip_high,
+    )
 
 
 @register_policy_loss("gspo", params=GSPOParams)
-def gspo_term(batch: PolicyBatch, params: GSPOParams, ctx: LossContext) -> TermOutput:
-    """GSPO sequence-ratio surrogate; see :func:`searchrl.algorithms.losses.gspo_loss`."""
-    value, gradient, metrics = _gspo(ctx, params.clip_low, params.clip_high)
-    return TermOutput(value, metrics, grad=gradient, owns_grad=True)
+def gspo_term(batch: PolicyBatch, params: GSPOParams) -> Term:
+    """GSPO sequence-ratio surrogate: :func:`searchrl.algorithms.losses.gspo`."""
+    return losses.gspo(
+        batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask,
+        clip_low=params.clip_low, clip_high=params.clip_high,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- penalties
 
 
-def _sapo_per_token(batch: PolicyBatch, params: SAPOParams, ctx: LossContext) -> PenaltyTerms:
-    return _sapo_terms(ctx, params.tau, params.strict_positive)
-
-
-@register_policy_loss("sapo", params=SAPOParams, role="penalty", per_token=_sapo_per_token)
-def sapo_term(batch: PolicyBatch, params: SAPOParams, ctx: LossContext) -> TermOutput:
-    """SAPO penalty; see :func:`searchrl.algorithms.losses.sapo_penalty`."""
-    value, kept, row_scale, active = _sapo(ctx, params.tau, params.strict_positive, params.normalization)
-    return TermOutput(value, {"active": active}, grad=kept, grad_scale=row_scale, owns_grad=True)
+@register_policy_loss("sapo", params=SAPOParams, role="penalty")
+def sapo_term(batch: PolicyBatch, params: SAPOParams) -> Term:
+    """SAPO penalty: :func:`searchrl.algorithms.losses.sapo`."""
+    return losses.sapo(
+        batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask,
+        tau=params.tau, strict_positive=params.strict_positive, normalization=params.normalization,
+    )
 
 
 def _llds_requires(params: LLDSParams) -> frozenset[str]:
     return frozenset({"answer_mask"}) if params.answer_weight != 1.0 else frozenset()
 
 
-def _llds_per_token(batch: PolicyBatch, params: LLDSParams, ctx: LossContext) -> PenaltyTerms:
-    return _llds_terms(ctx, params.gate, batch.answer_mask, params.answer_weight)
-
-
-@register_policy_loss("llds", params=LLDSParams, role="penalty", requires=_llds_requires, per_token=_llds_per_token)
-def llds_term(batch: PolicyBatch, params: LLDSParams, ctx: LossContext) -> TermOutput:
-    """LLDS penalty; see :func:`searchrl.algorithms.losses.llds_penalty`."""
-    value, slope, row_scale, active = _llds(
-        ctx, params.gate, batch.answer_mask, params.answer_weight, params.normalization
+@register_policy_loss("llds", params=LLDSParams, role="penalty", requires=_llds_requires)
+def llds_term(batch: PolicyBatch, params: LLDSParams) -> Term:
+    """LLDS penalty: :func:`searchrl.algorithms.losses.llds`."""
+    return losses.llds(
+        batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask,
+        gate=params.gate, answer_mask=batch.answer_mask, answer_weight=params.answer_weight,
+        normalization=params.normalization,
     )
-    return TermOutput(value, {"active": active}, grad=slope, grad_scale=row_scale, owns_grad=True)
 
 
 # ---------------------------------------------------------------------------------------------- advantages

@@ -33,16 +33,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from searchrl.algorithms.losses import (
-    BASE_METRIC_KEYS,
-    KL_KINDS,
-    LossContext,
-    PenaltyTerms,
-    attach_gradient,
-    dot,
-    kl_terms,
-)
-from searchrl.algorithms.masks import AGGREGATION_MODES
+from searchrl.algorithms.losses import BASE_METRIC_KEYS, KL_KINDS, Term, compute_dtype, kl_penalty
+from searchrl.algorithms.masks import AGGREGATION_MODES, aggregate
 from searchrl.algorithms.params import (
     ParamError,
     check_params,
@@ -56,7 +48,6 @@ from searchrl.algorithms.registry import (
     AdvantageEstimatorEntry,
     PolicyBatch,
     PolicyLossEntry,
-    TermOutput,
     advantage_estimator_names,
     get_advantage_estimator,
     get_policy_loss,
@@ -286,111 +277,81 @@ class Objective:
             if need in self.requirements and getattr(batch, need) is None:
                 raise ValueError(f"algorithm {self.name!r} needs PolicyBatch.{need}: {why[need]}")
 
-    def penalty_terms(self, batch: PolicyBatch) -> list[tuple[str, float, PenaltyTerms, tuple[str, str]]]:
-        """Each penalty as (name, coefficient, per-token :class:`PenaltyTerms`, (aggregation mode, mask)), for
-        callers that aggregate the penalties themselves (the verl plugin): ``aggregate_penalty(terms, mask, *agg)``
-        is the value :meth:`loss` adds for it. Only the penalties' own inputs are required (the KL and entropy
-        terms are the caller's business here)."""
-        ctx = LossContext(batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask)
+    def reduce(self, term: Term) -> Tensor:
+        """A term's scalar: ``aggregate(per_token, mask, mode)`` with the term's own mode, or ``loss_agg_mode``."""
+        s = self.settings
+        mode = term.agg_mode or s.loss_agg_mode
+        return aggregate(term.per_token, term.mask, mode, norm_constant=s.loss_norm_constant)
+
+    def penalty_terms(self, batch: PolicyBatch) -> list[tuple[str, float, Term]]:
+        """Each penalty as (name, coefficient, :class:`Term`), for callers that reduce the penalties themselves
+        (the verl plugin): ``aggregate(term.per_token, term.mask, term.agg_mode)`` is the value :meth:`loss` adds
+        for it. Only the penalties' own inputs are required (the KL and entropy terms are the caller's business)."""
         out = []
         for entry, params in self.penalties:
             if "answer_mask" in entry.requires(params) and batch.answer_mask is None:
                 raise ValueError(f"penalty {entry.name!r} needs PolicyBatch.answer_mask (LLDS-MA, answer_weight ≠ 1)")
-            if entry.per_token is None:
-                raise ValueError(f"penalty {entry.name!r} was registered without a per-token form (per_token=...)")
-            # a user-registered penalty's params may say how it aggregates (``aggregation``); else token-mean
-            aggregation = getattr(params, "aggregation", ("token-mean", "response"))
-            out.append((entry.name, float(params.coef), entry.per_token(batch, params, ctx), aggregation))
+            out.append((entry.name, float(params.coef), entry.fn(batch, params)))
         return out
 
     def loss(self, batch: PolicyBatch) -> tuple[Tensor, dict[str, Tensor]]:
         """Total loss (scalar, with graph) and detached scalar metrics with the fixed key set of
         :func:`metric_keys` (NaN where not applicable).
 
-        Metrics: ``loss`` (total), ``pg_loss`` (base loss), ``penalty`` (Σ coef·penalty), ``penalty/<name>``
-        (the unweighted term) and ``penalty/<name>_active`` (share of masked tokens it acts on) for every
-        registered penalty, ``kl_ref`` (aggregated KL to the reference, when ref_log_probs is given),
-        ``entropy`` (aggregated entropy, when given), and the base loss's ``clip_frac``, ``clip_frac_low``,
-        ``clip_frac_high``, ``ppo_kl``, ``is_ratio_mean``, ``is_ratio_min``, ``is_ratio_max``.
+        loss = agg(base) + Σ_p coef_p·agg_p(penalty_p) + kl_coef·agg(KL(π_θ‖π_ref)) − entropy_coef·agg(H)
 
-        Fused path: one :class:`LossContext` is shared by every term (log-ratio, ratio, masks and turn layout
-        are computed once), and the terms that supply ∂loss/∂log_probs (all built-ins) are summed into a single
-        (B, T) gradient attached to autograd once; the entropy term keeps its own graph from the logits.
+        Each term is a per-token :class:`~searchrl.algorithms.losses.Term` reduced by :meth:`reduce`. Metrics:
+        ``loss`` (total), ``pg_loss`` (base loss), ``penalty`` (Σ coef·penalty), ``penalty/<name>`` (the
+        unweighted term) and ``penalty/<name>_active`` (share of masked tokens it acts on) for every registered
+        penalty, ``kl_ref`` (aggregated KL to the reference, when ref_log_probs is given), ``entropy``
+        (aggregated entropy, when given), and the base loss's ``clip_frac``, ``clip_frac_low``,
+        ``clip_frac_high``, ``ppo_kl``, ``is_ratio_mean``, ``is_ratio_min``, ``is_ratio_max``.
         """
         self._check_policy_batch(batch)
         s = self.settings
-        log_probs = batch.log_probs
-        ctx = LossContext(
-            log_probs,
-            batch.old_log_probs,
-            batch.advantages,
-            batch.response_mask,
-            loss_agg_mode=s.loss_agg_mode,
-            norm_constant=s.loss_norm_constant,
-        )
-        nan = torch.full((), float("nan"), dtype=ctx.dtype, device=log_probs.device)
+        nan = torch.full((), float("nan"), device=batch.log_probs.device)
         metrics: dict[str, Tensor] = dict.fromkeys(metric_keys(), nan)
-        # Fused path: terms that supply ∂loss/∂log_probs are summed into one (B, T) gradient and one value,
-        # attached to autograd once; terms with their own graph are added as they are.
-        fused_value = torch.zeros((), dtype=ctx.dtype, device=log_probs.device)
-        fused_grad: Tensor | None = None
-        graph_part: Tensor | None = None
+        mask = batch.response_mask.bool()
 
-        def add(term: TermOutput, coef: float) -> None:
-            nonlocal fused_value, fused_grad, graph_part
-            if term.grad is None or not ctx.needs_grad:
-                part = coef * term.loss
-                graph_part = part if graph_part is None else graph_part + part
-                return
-            fused_value = fused_value + coef * term.loss.detach()
-            factor = coef if term.grad_scale is None else term.grad_scale * coef
-            if fused_grad is None:
-                if not term.owns_grad:
-                    fused_grad = term.grad * factor
-                else:  # take the fresh tensor over instead of copying it
-                    fused_grad = term.grad if (term.grad_scale is None and coef == 1.0) else term.grad.mul_(factor)
-            elif term.grad_scale is None:
-                fused_grad.add_(term.grad, alpha=coef)
-            else:
-                fused_grad.addcmul_(term.grad, term.grad_scale, value=coef)
+        base = self.policy_loss.fn(batch, self.policy_loss_params)
+        total = self.reduce(base)
+        metrics["pg_loss"] = total.detach()
+        metrics.update({k: v.detach() for k, v in base.metrics.items() if k in BASE_METRIC_KEYS})
 
-        base = self.policy_loss.fn(batch, self.policy_loss_params, ctx)
-        add(base, 1.0)
-        metrics["pg_loss"] = base.loss.detach()
-        for key in BASE_METRIC_KEYS:
-            if key in base.metrics:
-                metrics[key] = base.metrics[key].detach()
-
-        penalty_sum = torch.zeros((), dtype=ctx.dtype, device=log_probs.device)
-        for entry, params in self.penalties:
-            out = entry.fn(batch, params, ctx)
-            add(out, params.coef)
-            penalty_sum = penalty_sum + params.coef * out.loss.detach()
-            metrics[f"penalty/{entry.name}"] = out.loss.detach()
-            if "active" in out.metrics:
-                metrics[f"penalty/{entry.name}_active"] = out.metrics["active"].detach()
+        penalty_sum = torch.zeros((), device=batch.log_probs.device)
+        for name, coef, term in self.penalty_terms(batch):
+            value = self.reduce(term)
+            total = total + coef * value
+            penalty_sum = penalty_sum + coef * value.detach()
+            metrics[f"penalty/{name}"] = value.detach()
+            metrics[f"penalty/{name}_active"] = _active_share(term, mask)
         metrics["penalty"] = penalty_sum
 
         if batch.ref_log_probs is not None:
-            use_kl = s.kl_coef > 0 and ctx.needs_grad
-            values, derivative = kl_terms(log_probs, batch.ref_log_probs, s.kl_type, with_derivative=use_kl)
-            kl_value = dot(values, ctx.weights)
-            metrics["kl_ref"] = kl_value
+            with torch.set_grad_enabled(torch.is_grad_enabled() and s.kl_coef > 0):
+                kl = self.reduce(Term(kl_penalty(batch.log_probs, batch.ref_log_probs, s.kl_type) * mask, mask))
             if s.kl_coef > 0:
-                grad = None if derivative is None else derivative.mul_(ctx.weights)
-                add(TermOutput(kl_value, grad=grad, owns_grad=True), s.kl_coef)
+                total = total + s.kl_coef * kl
+            metrics["kl_ref"] = kl.detach()
         if batch.entropy is not None:
             with torch.set_grad_enabled(torch.is_grad_enabled() and s.entropy_coef > 0):
-                entropy = dot(batch.entropy, ctx.weights.to(batch.entropy.dtype))  # graph from the logits
+                per_token = batch.entropy.to(compute_dtype(batch.entropy)) * mask  # graph from the logits
+                entropy = self.reduce(Term(per_token, mask))
             if s.entropy_coef > 0:
-                add(TermOutput(entropy), -s.entropy_coef)
+                total = total - s.entropy_coef * entropy
             metrics["entropy"] = entropy.detach()
 
-        total = attach_gradient(log_probs, fused_value, fused_grad) if fused_grad is not None else fused_value
-        if graph_part is not None:
-            total = total + graph_part
         metrics["loss"] = total.detach()
         return total, metrics
+
+
+def _active_share(term: Term, mask: Tensor) -> Tensor:
+    """The share of masked tokens a penalty acts on: its ``active`` metric, else the share of its ``acting``
+    tokens, else the share of tokens where its per-token value is non-zero (for user terms that give neither)."""
+    if "active" in term.metrics:
+        return term.metrics["active"].detach()
+    acting = term.acting if term.acting is not None else term.per_token.detach() != 0
+    return ((acting & mask).sum() / mask.sum().clamp(min=1)).to(torch.float32)
 
 
 # ---------------------------------------------------------------------------------------------- building

@@ -1,10 +1,11 @@
 """The two registries (policy-loss terms, advantage estimators) and the typed records they take.
 
 A policy-loss term is registered with a role: ``"base"`` (the surrogate, exactly one per objective: ``ppo_clip``,
-``gspo``) or ``"penalty"`` (added with a coefficient, any number: ``sapo``, ``llds``). Every term is called as
-``fn(batch: PolicyBatch, params: <its params dataclass>, ctx: LossContext) -> TermOutput``; every advantage
-estimator as ``fn(batch: AdvantageBatch, params) -> Tensor (B, T)``. A user adds an algorithm by registering a
-term or an estimator in their own module and naming it in the ``algorithm:`` config; nothing here changes.
+``gspo``) or ``"penalty"`` (added with a coefficient, any number: ``sapo``, ``llds``). Every term has one
+signature, ``fn(batch: PolicyBatch, params: <its params dataclass>) -> Term`` (a per-token matrix, the tokens it
+is averaged over and its aggregation mode); every advantage estimator ``fn(batch: AdvantageBatch, params) ->
+Tensor (B, T)``. A user adds an algorithm by registering a term or an estimator in their own module and naming it
+in the ``algorithm:`` config; nothing here changes.
 
 Example::
 
@@ -14,20 +15,21 @@ Example::
         def __post_init__(self): check_params(self)
 
     @register_policy_loss("my_penalty", params=MyParams, role="penalty")
-    def my_penalty(batch, params, ctx):
-        value = ctx.masked_mean(-ctx.log_ratio)
-        return TermOutput(value, {"active": ctx.n_tokens / ctx.n_tokens})
+    def my_penalty(batch, params):
+        mask = batch.response_mask.bool()
+        per_token = -log_ratio(batch.log_probs, batch.old_log_probs) * mask
+        return Term(per_token, mask, "token-mean", {"active": mask.float().mean()})
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from torch import Tensor
 
-from searchrl.algorithms.losses import LossContext, PenaltyTerms, attach_gradient, check_policy_tensors
+from searchrl.algorithms.losses import Term, check_policy_tensors
 from searchrl.algorithms.params import NoParams
 
 ROLES: tuple[str, ...] = ("base", "penalty")
@@ -109,31 +111,6 @@ class AdvantageBatch:
             raise ValueError(f"AdvantageBatch.turn_scores has {len(self.turn_scores)} rows; expected B = {batch}")
 
 
-@dataclass(frozen=True)
-class TermOutput:
-    """What a policy-loss term returns: a scalar loss and detached scalar metrics.
-
-    Either ``loss`` carries an autograd graph (``grad`` None: the simple way for user terms, e.g. built from
-    ``ctx.log_ratio``), or ``loss`` is detached and ``grad`` (times ``grad_scale``, broadcastable, when given)
-    is ∂loss/∂log_probs (B, T) — the fused path the built-in terms use, so the objective adds every gradient
-    into one tensor. Base losses report the keys of ``BASE_METRIC_KEYS`` they can; penalties report
-    ``"active"``, the share of masked tokens the penalty acts on. Other keys are ignored (the metric set is fixed).
-    """
-
-    loss: Tensor
-    metrics: Mapping[str, Tensor] = field(default_factory=dict)
-    grad: Tensor | None = None
-    grad_scale: Tensor | None = None
-    owns_grad: bool = False  # True when ``grad`` is a fresh tensor the objective may modify in place
-
-    def attached(self, log_probs: Tensor) -> Tensor:
-        """The loss as one differentiable scalar (attaching ``grad`` when the term supplied it)."""
-        if self.grad is None:
-            return self.loss
-        gradient = self.grad if self.grad_scale is None else self.grad * self.grad_scale
-        return attach_gradient(log_probs, self.loss, gradient)
-
-
 def _requirement_fn(requires: Iterable[str] | Callable[[Any], Iterable[str]]) -> Callable[[Any], frozenset[str]]:
     if callable(requires):
         fn = requires
@@ -155,26 +132,16 @@ def _requirement_fn(requires: Iterable[str] | Callable[[Any], Iterable[str]]) ->
 
 @dataclass(frozen=True)
 class PolicyLossEntry:
-    """A registered policy-loss term: call it as ``entry(batch, params=None, ctx=None) -> TermOutput``.
-
-    ``per_token`` (penalties only, optional) gives the term as a :class:`PenaltyTerms` matrix for callers that
-    aggregate it themselves (the verl plugin): ``per_token(batch, params, ctx)``; the plugin reduces it with
-    ``params.aggregation`` = (mode, ``"response"`` | ``"selected"``) if the params define it, else token-mean over
-    the response mask (see ``PENALTY_AGGREGATION``).
-    """
+    """A registered policy-loss term: call it as ``entry(batch, params=None) -> Term``."""
 
     name: str
-    fn: Callable[[PolicyBatch, Any, LossContext], TermOutput]
+    fn: Callable[[PolicyBatch, Any], Term]
     params: type
     role: str
     requires: Callable[[Any], frozenset[str]]
-    per_token: Callable[[PolicyBatch, Any, LossContext], PenaltyTerms] | None = None
 
-    def __call__(self, batch: PolicyBatch, params: Any = None, ctx: LossContext | None = None) -> TermOutput:
-        params = self.params() if params is None else params
-        if ctx is None:
-            ctx = LossContext(batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask)
-        return self.fn(batch, params, ctx)
+    def __call__(self, batch: PolicyBatch, params: Any = None) -> Term:
+        return self.fn(batch, self.params() if params is None else params)
 
 
 @dataclass(frozen=True)
@@ -212,28 +179,23 @@ def register_policy_loss(
     params: type = NoParams,
     role: str = "base",
     requires: Iterable[str] | Callable[[Any], Iterable[str]] = (),
-    per_token: Callable[[PolicyBatch, Any, LossContext], PenaltyTerms] | None = None,
-) -> Callable[[Callable[..., TermOutput]], Callable[..., TermOutput]]:
-    """Decorator: register ``fn(batch, params, ctx) -> TermOutput`` as policy-loss term ``name``.
+) -> Callable[[Callable[..., Term]], Callable[..., Term]]:
+    """Decorator: register ``fn(batch, params) -> Term`` as policy-loss term ``name``.
 
     ``params`` is a frozen dataclass of the term's knobs (defaults = the paper's values); a ``"penalty"``'s params
     must expose ``coef``, the weight the objective multiplies it by. ``requires`` lists the optional batch inputs
-    it needs (or a function of its params giving them), among ``REQUIREMENTS``. ``per_token`` (penalties only)
-    optionally gives the per-token form. Raises ValueError on a duplicate name.
+    it needs (or a function of its params giving them), among ``REQUIREMENTS``. Raises ValueError on a duplicate
+    name.
     """
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}; allowed: {list(ROLES)}")
     if role == "penalty" and not hasattr(params, "coef"):
         raise ValueError(f"penalty {name!r}: its params class {params.__name__} must define `coef`")
-    if per_token is not None and role != "penalty":
-        raise ValueError(f"{name!r}: only penalties have a per-token form")
     requirement = _requirement_fn(requires)
 
-    def decorator(fn: Callable[..., TermOutput]) -> Callable[..., TermOutput]:
+    def decorator(fn: Callable[..., Term]) -> Callable[..., Term]:
         _check_new_name(name)
-        _POLICY_LOSSES[name] = PolicyLossEntry(
-            name=name, fn=fn, params=params, role=role, requires=requirement, per_token=per_token
-        )
+        _POLICY_LOSSES[name] = PolicyLossEntry(name=name, fn=fn, params=params, role=role, requires=requirement)
         return fn
 
     return decorator

@@ -37,12 +37,21 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from importlib import resources
 from pathlib import Path
 
-from searchrl.data._common_words import COMMON_WORDS
 from searchrl.data.types import Question
 from searchrl.errors import ConfigError
 from searchrl.retrieval.base import Hit
+
+
+def _read_common_words() -> frozenset[str]:
+    """The words invented names avoid (``common_words.txt``, shipped with the package: see its header)."""
+    text = resources.files("searchrl.data").joinpath("common_words.txt").read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
+COMMON_WORDS: frozenset[str] = _read_common_words()
 
 # Bump when the generator's output changes for a given config, so cached worlds are rebuilt.
 WORLD_VERSION = 2

@@ -19,11 +19,12 @@ rollout_is_weights) -> (loss, metrics)``:
 - ``P_p`` is the penalty's per-token matrix (B, T) from ``searchrl.algorithms`` (one formula, one place);
   ``coef_p`` its coefficient (γ, λ); ``w`` the rollout-correction weights when verl passes them (the penalty is an
   expectation under π_old too, so it is re-weighted exactly like the surrogate), else 1.
-- ``(mode_p, M_p)`` is the penalty's own normalisation, ``PENALTY_AGGREGATION`` in
-  ``searchrl.algorithms.losses``, the same table the native trainer follows, and independent of
-  ``loss_agg_mode``, as in the official code: SAPO divides by the masked tokens of the A ≥ 0 rows, LLDS by every
-  masked token (``normalization: paper`` gives each paper's per-sequence form). With ``loss_agg_mode=token-mean``
-  and one micro-batch the loss is the official one exactly (tested against the native trainer's objective).
+- ``(mode_p, M_p)`` is the penalty's own normalisation, the ``agg_mode`` and ``mask`` of the
+  :class:`~searchrl.algorithms.Term` its function in ``searchrl.algorithms.losses`` returns (the same one the
+  native trainer reduces), independent of ``loss_agg_mode``, as in the official code: SAPO divides by the masked
+  tokens of the A ≥ 0 rows, LLDS by every masked token (``normalization: paper`` gives each paper's
+  per-sequence form). With ``loss_agg_mode=token-mean`` and one micro-batch the loss is the official one exactly
+  (tested against the native trainer's objective).
 - ``s`` is this micro-batch's share of verl's global batch (its masked tokens × dp_size / batch_num_tokens, or
   its rows × dp_size / global_batch_size for a per-sequence normalisation; 1 without global batch info), so the
   summed micro-batch losses weigh each micro-batch's penalty as the official code's gradient accumulation does
@@ -37,7 +38,6 @@ enabling the section).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -45,8 +45,9 @@ from typing import Any
 import torch
 from verl.trainer.ppo.core_algos import compute_policy_loss_vanilla
 
-from searchrl.algorithms import LossContext, PolicyBatch, build_objective
-from searchrl.algorithms.losses import aggregate_penalty
+from searchrl.algorithms import PolicyBatch, build_objective, importance_ratio
+from searchrl.algorithms.losses import ratio_stats
+from searchrl.algorithms.masks import aggregate
 from searchrl.errors import ConfigError
 from searchrl.integrations.verl.config import POLICY_LOSS_KEY, POLICY_LOSS_TARGET, plain, section
 
@@ -166,26 +167,22 @@ def penalised_policy_loss(
     penalty = log_prob.new_zeros(())
     logged = 0.0
     active_any = torch.zeros_like(mask)
-    for name, coef, terms, (mode, over) in objective.penalty_terms(batch):
-        if rollout_is_weights is not None:
-            terms = dataclasses.replace(terms, per_token=terms.per_token * rollout_is_weights)
-        value = aggregate_penalty(terms, mask, mode, over)  # this micro-batch's official value
-        penalty = penalty + coef * micro_batch_share(mask, mode, info) * value
+    for name, coef, term in objective.penalty_terms(batch):
+        per_token = term.per_token if rollout_is_weights is None else term.per_token * rollout_is_weights
+        value = aggregate(per_token, term.mask, term.agg_mode)  # this micro-batch's official value
+        penalty = penalty + coef * micro_batch_share(mask, term.agg_mode, info) * value
         logged += coef * value.item()
-        active_any = active_any | terms.active_mask
+        if term.acting is not None:
+            active_any = active_any | term.acting
         metrics[f"actor/searchrl_{name}_penalty"] = value.item()
-        metrics[f"actor/searchrl_{name}_active"] = _share(terms.active_mask & mask, n_tokens)
-        metrics[f"actor/searchrl_{name}_selected"] = _share(terms.selection_mask & mask, n_tokens)
+        metrics[f"actor/searchrl_{name}_active"] = term.metrics["active"].item()
+        metrics[f"actor/searchrl_{name}_selected"] = term.metrics["selected"].item()
     with torch.no_grad():
         metrics["actor/searchrl_penalty"] = logged
         metrics["actor/searchrl_penalty_active"] = _share(active_any & mask, n_tokens)
-        ratio = LossContext(log_prob, old_log_prob, advantages, response_mask).ratio.detach()[mask]  # (N,)
-        if ratio.numel():
-            low, high = torch.aminmax(ratio)
-            stats = (ratio.mean().item(), low.item(), high.item())
-        else:
-            stats = (float("nan"),) * 3
-        metrics["actor/is_ratio_mean"], metrics["actor/is_ratio_min"], metrics["actor/is_ratio_max"] = stats
+        stats = ratio_stats(importance_ratio(log_prob, old_log_prob), mask)
+        for key, value in stats.items():
+            metrics[f"actor/{key}"] = value.item()
     return pg_loss + penalty, metrics
 
 
