@@ -290,3 +290,50 @@ def test_moving_average_is_a_trailing_mean_over_the_raw_points() -> None:
     assert moving_average([2.0, 4.0], window=1) == [2.0, 4.0]
     with pytest.raises(ValueError, match="window"):
         moving_average([1.0], window=0)
+
+
+# ------------------------------------------------------------------------------------------- arms over seeds
+
+
+def _study_run(folder: Path, formats: list[float], val: dict[int, float], start_q: dict[str, float],
+               final_q: dict[str, float]) -> Path:
+    """A run folder with per-step format rates, validation EM at some steps, summary.json and evals.json."""
+    folder.mkdir(parents=True)
+    rows = [{"step": s, "diag/format_valid": f, "reward/mean": f / 2, "val/world/em": val.get(s, NAN)}
+            for s, f in enumerate(formats, start=1)]
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    start, final = sum(start_q.values()) / len(start_q), sum(final_q.values()) / len(final_q)
+    summary = {"val": {"start": {"world": {"em": val[0]}}},
+               "evals": {"start": {"world": {"em": start}}, "final": {"world": {"em": final}}},
+               "gain": {"world": {"em_gain": final - start, "ci_low": -1.0, "ci_high": 1.0}}}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    evals = {"start": {"per_question_em": {"world": start_q}}, "final": {"per_question_em": {"world": final_q}}}
+    (folder / "evals.json").write_text(json.dumps(evals))
+    return folder
+
+
+def test_arms_pool_seeds_collapse_steps_and_the_start_validation(tmp_path: Path) -> None:
+    from searchrl.training.report import arms, collapse_step, pooled_gain
+
+    qs = [f"q{i}" for i in range(40)]
+    start = {q: float(i % 2) for i, q in enumerate(qs)}  # EM 0.5 at the start, the same model for every seed
+    better = {q: 1.0 if i % 4 != 3 else 0.0 for i, q in enumerate(qs)}  # EM 0.75: +0.25
+    same = dict(start)
+    a = _study_run(tmp_path / "grpo-s0", [0.8, 0.1, 0.9], {0: 0.6, 3: 0.5}, start, same)
+    b = _study_run(tmp_path / "grpo-s1", [0.8, 0.7, 0.9], {0: 0.6, 3: 0.2}, start, better)
+    c = _study_run(tmp_path / "sapo-s0", [0.8, 0.7, 0.9], {0: 0.6, 3: 0.6}, start, better)
+    runs = [load_run(p) for p in (a, b, c)]
+    assert list(arms(runs)) == ["grpo", "sapo"] and [r.name for r in arms(runs)["grpo"]] == ["grpo-s0", "grpo-s1"]
+    # the start-of-RL validation (summary.json val.start) becomes the curve's step 0
+    assert runs[0].rows[0] == {"step": 0, "val/world/em": 0.6}
+    # format below 25 % at step 2; validation EM below half its start at step 3; never
+    assert [collapse_step(r) for r in runs] == [2, 3, None]
+    gain, low, high, n = pooled_gain(arms(runs)["grpo"])
+    assert n == 40 and gain == pytest.approx(0.125)  # (0 + 0.25) / 2
+    assert low <= gain <= high
+    gain, low, high, _ = pooled_gain([runs[2]])
+    assert gain == pytest.approx(0.25) and low > 0  # every changed question gained: the interval excludes 0
+    result = write_report([a, b, c], tmp_path / "report.html")
+    page = result.html.read_text()
+    assert "Arms over seeds" in page and "grpo (2 seeds)" not in page  # legends live in the PNGs
+    assert "0.125" in page

@@ -38,6 +38,7 @@ FINAL_EVAL_FILE = "final_eval.json"
 CONFIG_FILES = ("config.yaml", "config.yml", "config.json", "resolved_config.yaml")
 
 _VAL_EM = re.compile(r"^val/(?P<ds>.+)/em$")
+_SEED_SUFFIX = re.compile(r"^(?P<arm>.+)-s(?P<seed>\d+)$")
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,14 @@ class RunData:
     algorithm: str | None
     final_macro: dict[str, float] = field(default_factory=dict)  # from final_eval.json when it has one
     notes: list[str] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)  # summary.json: start/final test EM and the paired gain
+    per_question: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # evals.json: when -> ds -> q
+
+    @property
+    def arm(self) -> str:
+        """The run's arm: its name without a ``-s<seed>`` suffix (``sapo-s1`` -> ``sapo``), as compare names runs."""
+        match = _SEED_SUFFIX.match(self.name)
+        return match["arm"] if match else self.name
 
     def steps(self) -> list[int]:
         return [int(r["step"]) for r in self.rows if _finite(r.get("step"))]
@@ -246,10 +255,39 @@ def load_run(run_dir: str | os.PathLike[str], name: str | None = None) -> RunDat
             notes.append(f"{final_path}: no dataset with an `em` value; using metrics.jsonl instead")
     if not final:
         final, source = _final_from_rows(rows)
+    summary: dict[str, Any] = {}
+    if (path / "summary.json").is_file():
+        try:
+            loaded = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+            summary = loaded if isinstance(loaded, dict) else {}
+        except json.JSONDecodeError as exc:
+            notes.append(f"{path / 'summary.json'}: not valid JSON ({exc.msg}); its test gain is not shown")
+    _add_start_validation(rows, summary)
+    per_question: dict[str, dict[str, dict[str, float]]] = {}
+    if (path / "evals.json").is_file():
+        try:
+            loaded = json.loads((path / "evals.json").read_text(encoding="utf-8"))
+            per_question = {when: dict(v.get("per_question_em", {})) for when, v in loaded.items()
+                            if isinstance(v, dict)} if isinstance(loaded, dict) else {}
+        except (json.JSONDecodeError, AttributeError):
+            notes.append(f"{path / 'evals.json'}: not readable; the pooled test gain leaves this run out")
     return RunData(
         name=name or path.name, path=path, rows=rows, events=events, final_eval=final,
-        final_eval_source=source, algorithm=_read_algorithm(path), final_macro=macro, notes=notes,
+        final_eval_source=source, algorithm=_read_algorithm(path), final_macro=macro, notes=notes, summary=summary,
+        per_question=per_question,
     )
+
+
+def _add_start_validation(rows: list[dict[str, Any]], summary: Mapping[str, Any]) -> None:
+    """The trainer logs the start-of-RL validation in summary.json (``val.start``), not in metrics.jsonl; put it
+    in as a step-0 row so validation curves start where RL starts."""
+    start = summary.get("val", {}).get("start", {}) if isinstance(summary.get("val"), dict) else {}
+    if not isinstance(start, dict) or any(r.get("step") == 0 for r in rows):
+        return
+    row = {f"val/{ds}/{k}": v[k] for ds, v in start.items() if isinstance(v, dict)
+           for k in ("em", "em_ci_low", "em_ci_high") if _finite(v.get(k))}
+    if row:
+        rows.insert(0, {"step": 0, **row})
 
 
 def _unique_names(paths: Sequence[Path]) -> list[str]:
@@ -334,27 +372,64 @@ def moving_average(values: Sequence[float], window: int = SMOOTHING_WINDOW) -> l
             for i in range(len(values))]
 
 
+def arms(runs: Sequence[RunData]) -> dict[str, list[RunData]]:
+    """Runs grouped by arm (``sapo-s0``, ``sapo-s1`` -> ``sapo``), in order of first appearance."""
+    grouped: dict[str, list[RunData]] = {}
+    for run in runs:
+        grouped.setdefault(run.arm, []).append(run)
+    return grouped
+
+
+def seed_mean(found: Sequence[tuple[list[float], list[float]]]) -> tuple[list[float], list[float]]:
+    """The mean over seeds at the steps every seed logged: (steps, means)."""
+    common = sorted(set.intersection(*(set(xs) for xs, _ in found))) if found else []
+    lookup = [dict(zip(xs, ys)) for xs, ys in found]
+    return common, [sum(values[x] for values in lookup) / len(lookup) for x in common]
+
+
 def _plot_panels(
     runs: Sequence[RunData], panels: Sequence[Panel], colours: Sequence[Any], notes: list[str],
     figure_title: str, mark_events: bool = False,
 ) -> bytes:
+    grouped = arms(runs)
+    by_arm = any(len(members) > 1 for members in grouped.values())
     fig, axes = _new_figure(len(panels))
-    fig.suptitle(f"{figure_title} (lines: {SMOOTHING_WINDOW}-step moving average; faint dots: each step)")
+    if by_arm:
+        fig.suptitle(f"{figure_title} (bold: mean over seeds, {SMOOTHING_WINDOW}-step moving average; "
+                     "thin: each seed, same average)")
+    else:
+        fig.suptitle(f"{figure_title} (lines: {SMOOTHING_WINDOW}-step moving average; faint dots: each step)")
     for ax, panel in zip(axes, panels):
         plotted = 0
-        for index, (run, colour) in enumerate(zip(runs, colours)):
-            found = series(run, panel.keys)
-            if found is None:
-                if run.rows:
-                    notes.append(f"{run.name}: no finite values for {' / '.join(panel.keys)}; "
-                                 f"curve skipped in '{panel.title}'")
+        for index, (arm, members) in enumerate(grouped.items()):
+            colour = colours[index % len(colours)]
+            found = []
+            for run in members:
+                series_found = series(run, panel.keys)
+                if series_found is None:
+                    if run.rows:
+                        notes.append(f"{run.name}: no finite values for {' / '.join(panel.keys)}; "
+                                     f"curve skipped in '{panel.title}'")
+                    continue
+                _, xs, ys = series_found
+                found.append((xs, ys))
+                if by_arm:
+                    ax.plot(xs, moving_average(ys), color=colour, linewidth=0.7, alpha=0.45,
+                            linestyle=_linestyle(index))
+                else:
+                    ax.plot(xs, ys, color=colour, linewidth=0.8, alpha=0.35, marker=".", linestyle=_linestyle(index))
+                    ax.plot(xs, moving_average(ys), color=colour, label=run.name, linewidth=1.8,
+                            linestyle=_linestyle(index))
+                if mark_events:
+                    _mark_events(ax, run, panel, xs, ys, colour)
+            if not found:
                 continue
-            key, xs, ys = found
-            ax.plot(xs, ys, color=colour, linewidth=0.8, alpha=0.35, marker=".", linestyle=_linestyle(index))
-            ax.plot(xs, moving_average(ys), color=colour, label=run.name, linewidth=1.8, linestyle=_linestyle(index))
             plotted += 1
-            if mark_events:
-                _mark_events(ax, run, panel, xs, ys, colour)
+            if by_arm:
+                xs, ys = seed_mean(found)
+                if xs:
+                    ax.plot(xs, moving_average(ys), color=colour, linewidth=2.2, linestyle=_linestyle(index),
+                            label=f"{arm} ({len(found)} seed{'s' if len(found) > 1 else ''})")
         ax.set_title(panel.title, fontsize=10)
         _style_axes(ax, panel.ylabel)
         if plotted:
@@ -395,20 +470,36 @@ def _plot_validation(runs: Sequence[RunData], colours: Sequence[Any], notes: lis
         notes.append("no validation EM (val/<dataset>/em) in any run's metrics.jsonl; validation figure skipped")
         return None
     datasets = _column_order(datasets)
+    grouped = arms(runs)
+    by_arm = any(len(members) > 1 for members in grouped.values())
     fig, axes = _new_figure(len(datasets), ncols=3, panel_size=(4.4, 3.2))
-    fig.suptitle("Validation EM over training (SAPO Fig. 4)")
+    fig.suptitle("Validation EM over training (SAPO Fig. 4)" + (" (bold: mean over seeds; thin: each seed)"
+                                                                if by_arm else ""))
     for ax, ds in zip(axes, datasets):
         plotted = 0
-        for index, (run, colour) in enumerate(zip(runs, colours)):
-            found = series(run, (f"val/{ds}/em",))
-            if found is None:
+        for index, (arm, members) in enumerate(grouped.items()):
+            colour = colours[index % len(colours)]
+            found = []
+            for run in members:
+                series_found = series(run, (f"val/{ds}/em",))
+                if series_found is None:
+                    continue
+                _, xs, ys = series_found
+                found.append((xs, ys))
+                if by_arm:
+                    ax.plot(xs, ys, color=colour, linewidth=0.7, alpha=0.45, linestyle=_linestyle(index))
+                    continue
+                ax.plot(xs, ys, color=colour, label=run.name, marker="o", markersize=3, linestyle=_linestyle(index))
+                low, high = series(run, (f"val/{ds}/em_ci_low",)), series(run, (f"val/{ds}/em_ci_high",))
+                if low is not None and high is not None and low[1] == high[1]:
+                    ax.fill_between(low[1], low[2], high[2], color=colour, alpha=0.15, linewidth=0)
+            if not found:
                 continue
-            _, xs, ys = found
-            ax.plot(xs, ys, color=colour, label=run.name, marker="o", markersize=3, linestyle=_linestyle(index))
             plotted += 1
-            low, high = series(run, (f"val/{ds}/em_ci_low",)), series(run, (f"val/{ds}/em_ci_high",))
-            if low is not None and high is not None and low[1] == high[1]:
-                ax.fill_between(low[1], low[2], high[2], color=colour, alpha=0.15, linewidth=0)
+            if by_arm:
+                xs, ys = seed_mean(found)
+                ax.plot(xs, ys, color=colour, linewidth=2.2, marker="o", markersize=3, linestyle=_linestyle(index),
+                        label=f"{arm} ({len(found)} seed{'s' if len(found) > 1 else ''})")
         ax.set_title(_column_title(ds), fontsize=10)
         _style_axes(ax, "EM")
         if plotted:
@@ -513,6 +604,130 @@ def _final_table_html(table: FinalTable) -> str:
         "<p class='note'>Exact match (EM) with its 95 % bootstrap confidence interval in brackets where the run "
         "recorded one; the macro average is the unweighted mean of the datasets' EM; the best value per column "
         "is bold (none when tied).</p>"
+    )
+
+
+# ----------------------------------------------------------------------------------------------------
+# Arms over seeds
+# ----------------------------------------------------------------------------------------------------
+
+# A run has collapsed at the first step where fewer than this share of its trajectories are well-formed ...
+COLLAPSE_FORMAT_BELOW = 0.25
+# ... or where a validation EM falls below this fraction of its value at the start of RL.
+COLLAPSE_VAL_FRACTION = 0.5
+
+
+def collapse_step(run: RunData) -> int | None:
+    """The first step at which the run collapsed (``COLLAPSE_FORMAT_BELOW``, ``COLLAPSE_VAL_FRACTION``), else None."""
+    start: dict[str, float] = {}
+    for row in sorted(run.rows, key=lambda r: r["step"]):
+        for key, value in row.items():
+            match = _VAL_EM.match(key)
+            if match and _finite(value) and key not in start:
+                start[key] = float(value)
+    for row in sorted(run.rows, key=lambda r: r["step"]):
+        if row["step"] < 1:
+            continue
+        fmt = next((row[k] for k in ("diag/format_valid", "env/format_valid") if _finite(row.get(k))), None)
+        if fmt is not None and float(fmt) < COLLAPSE_FORMAT_BELOW:
+            return int(row["step"])
+        for key, first in start.items():
+            if _finite(row.get(key)) and first > 0 and float(row[key]) < COLLAPSE_VAL_FRACTION * first:
+                return int(row["step"])
+    return None
+
+
+def _val_em(run: RunData, which: str) -> float:
+    """The run's mean validation EM over datasets at its first (``"start"``) or last (``"end"``) validation."""
+    rows = [r for r in sorted(run.rows, key=lambda r: r["step"]) if any(_VAL_EM.match(k) and _finite(v)
+                                                                        for k, v in r.items())]
+    if not rows:
+        return math.nan
+    row = rows[0] if which == "start" else rows[-1]
+    values = [float(v) for k, v in row.items() if _VAL_EM.match(k) and _finite(v)]
+    return sum(values) / len(values)
+
+
+def _test_gain(run: RunData) -> tuple[float, float, float, float, float]:
+    """(start EM, final EM, paired gain, its CI low, high) on the test split, from summary.json (NaN if absent)."""
+    evals, gains = run.summary.get("evals", {}), run.summary.get("gain", {})
+    if not isinstance(gains, dict) or not gains:
+        return (math.nan,) * 5
+    ds = sorted(gains)[0]
+    gain = gains[ds] if isinstance(gains[ds], dict) else {}
+    start = evals.get("start", {}).get(ds, {}).get("em", math.nan) if isinstance(evals, dict) else math.nan
+    final = evals.get("final", {}).get(ds, {}).get("em", math.nan) if isinstance(evals, dict) else math.nan
+    return (_as_float(start), _as_float(final), _as_float(gain.get("em_gain")), _as_float(gain.get("ci_low")),
+            _as_float(gain.get("ci_high")))
+
+
+def pooled_gain(members: Sequence[RunData], resamples: int = 2000, seed: int = 0) -> tuple[float, float, float, int]:
+    """The test EM gain of an arm pooled over its seeds, with a paired 95 % bootstrap interval over questions.
+
+    Per question q: d_q = mean over seeds of (final_s(q) − start_s(q)); gain = mean_q d_q; the interval resamples
+    questions (every seed's outcome on a question moves with it). Uses each run's evals.json (per-question EM at
+    the start and the end of RL); questions missing from any run are left out. (gain, low, high, n questions).
+    """
+    import numpy as np
+
+    tables = []
+    for run in members:
+        start, final = run.per_question.get("start", {}), run.per_question.get("final", {})
+        if len(start) != 1 or set(start) != set(final):
+            continue
+        ds = next(iter(start))
+        tables.append({q: float(final[ds][q]) - float(v) for q, v in start[ds].items() if q in final[ds]})
+    if not tables:
+        return math.nan, math.nan, math.nan, 0
+    questions = sorted(set.intersection(*(set(t) for t in tables)))
+    if not questions:
+        return math.nan, math.nan, math.nan, 0
+    d = np.array([[t[q] for q in questions] for t in tables]).mean(axis=0)  # (Q,)
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1)
+    return float(d.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975)), len(questions)
+
+
+def _spread(values: Sequence[float]) -> str:
+    finite = [v for v in values if _finite(v)]
+    if not finite:
+        return "–"
+    mean = sum(finite) / len(finite)
+    return _fmt(mean) if len(finite) == 1 else f"{_fmt(mean)} <span class='ci'>[{_fmt(min(finite))}, {_fmt(max(finite))}]</span>"
+
+
+def _arm_table_html(runs: Sequence[RunData]) -> str:
+    """Per arm over its seeds: validation EM at the start and end of RL, steps to collapse, test EM gain."""
+    body = []
+    for arm, members in arms(runs).items():
+        gains = [_test_gain(run) for run in members]
+        per_seed = "; ".join(
+            f"{html.escape(run.name)}: {_fmt(g[2], 3) if _finite(g[2]) else '–'}"
+            + (f" [{_fmt(g[3])}, {_fmt(g[4])}]" if _finite(g[3]) else "") for run, g in zip(members, gains)
+        )
+        pooled, low, high, n_questions = pooled_gain(members)
+        pooled_text = (f"{_fmt(pooled)} <span class='ci'>[{_fmt(low)}, {_fmt(high)}], {n_questions} q</span>"
+                       if _finite(pooled) else "–")
+        collapses = [collapse_step(run) for run in members]
+        collapse_text = ", ".join("–" if c is None else str(c) for c in collapses)
+        body.append(
+            f"<tr><th>{html.escape(arm)}</th><td>{len(members)}</td>"
+            f"<td>{_spread([_val_em(r, 'start') for r in members])}</td>"
+            f"<td>{_spread([_val_em(r, 'end') for r in members])}</td><td>{collapse_text}</td>"
+            f"<td>{_spread([g[0] for g in gains])}</td><td>{_spread([g[1] for g in gains])}</td>"
+            f"<td>{pooled_text}</td><td class='src'>{per_seed}</td></tr>"
+        )
+    return (
+        "<table><thead><tr><th>arm</th><th>seeds</th><th>validation EM, start</th><th>validation EM, end</th>"
+        "<th>collapse step per seed</th><th>test EM, start</th><th>test EM, end</th>"
+        "<th>test EM gain, pooled over seeds [paired 95 % CI]</th>"
+        "<th>per seed: gain [paired 95 % CI]</th></tr></thead><tbody>" + "".join(body) + "</tbody></table>"
+        "<p class='note'>Mean over seeds with [min, max]. Validation EM: the mean over validation datasets at the "
+        "first and the last validation. A run collapsed at the first step where fewer than "
+        f"{COLLAPSE_FORMAT_BELOW:.0%} of its trajectories were well-formed or a validation EM fell below "
+        f"{COLLAPSE_VAL_FRACTION:.0%} of its start (– = never). Test EM from each run's summary.json; the pooled "
+        "gain averages each question's gain (final − start) over the seeds and resamples questions (evals.json); "
+        "the last column gives each seed's own paired gain.</p>"
     )
 
 
@@ -667,6 +882,9 @@ def _render_html(
         if unique_notes else "<p class='note'>None.</p>"
     )
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    arm_html = ""
+    if any(run.summary for run in runs) or any(len(m) > 1 for m in arms(runs).values()):
+        arm_html = "<h2>Arms over seeds</h2>" + _arm_table_html(runs)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -681,7 +899,7 @@ def _render_html(
 <h2>Runs</h2>
 <table><thead><tr><th>run</th><th>algorithm</th><th>metrics</th><th>warnings</th><th>folder</th></tr></thead>
 <tbody>{''.join(run_rows)}</tbody></table>
-<h2>Final evaluation</h2>
+{arm_html}<h2>Final evaluation</h2>
 {_final_table_html(table)}
 <h2>Figures</h2>
 {''.join(figure_html)}
