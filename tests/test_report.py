@@ -317,7 +317,7 @@ def test_arms_pool_seeds_collapse_steps_and_the_start_validation(tmp_path: Path)
 
     qs = [f"q{i}" for i in range(40)]
     start = {q: float(i % 2) for i, q in enumerate(qs)}  # EM 0.5 at the start, the same model for every seed
-    better = {q: 1.0 if i % 4 != 3 else 0.0 for i, q in enumerate(qs)}  # EM 0.75: +0.25
+    better = {q: 1.0 if i % 4 == 0 else start[q] for i, q in enumerate(qs)}  # 10 questions gained: +0.25
     same = dict(start)
     a = _study_run(tmp_path / "grpo-s0", [0.8, 0.1, 0.9], {0: 0.6, 3: 0.5}, start, same)
     b = _study_run(tmp_path / "grpo-s1", [0.8, 0.7, 0.9], {0: 0.6, 3: 0.2}, start, better)
