@@ -82,6 +82,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
     run = Path(tempfile.mkdtemp(prefix="bench_searchrl_"))
     overrides = [
         f"run.dir={run}", "run.overwrite=true", f"seed={args.seed}", f"train.steps={args.steps}",
+        "train.device=cpu",  # a CPU benchmark, as TRL's side (use_cpu=True), even on a machine with a GPU
         f"train.batch_size={args.batch_size}", f"train.group_size={args.group_size}",
         f"train.mini_batch_size={args.mini_batch_size}", f"train.micro_batch_size={args.micro_batch_size}",
         "train.ppo_epochs=1", f"train.lr={args.lr}", "train.warm_start=null", f"train.bf16={str(args.bf16).lower()}",

@@ -127,7 +127,7 @@ def test_cli_scores_every_model_on_the_first_ones_trajectories(tiny_model, tmp_p
     (tmp_path / "run" / "config.yaml").write_text(f"model:\n  name: {tiny_model}\n")
     out = tmp_path / "dec"
     code = cli_main(["decisions", "--model", str(tiny_model), "--model", str(tiny_model), "--model", str(ckpt),
-                     f"model.name={tiny_model}", "rollout.max_turns=2", "--out", str(out)])
+                     f"model.name={tiny_model}", "rollout.max_turns=2", "--out", str(out), "--device", "cpu"])
     assert code == 0
     data = json.loads((out / "decisions.json").read_text())
     first, same, other = data["results"]

@@ -323,7 +323,7 @@ def test_cli_eval_writes_json_markdown_and_samples(tiny_model_dir: Path, tmp_pat
     out = tmp_path / "res.json"
     code = cli_main(["eval", "--model", str(tiny_model_dir), "--data", "world", "--limit", "4", "--max-turns", "1",
                      "--max-turn-tokens", "4", "--prefix", "<search>", "--out", str(out), "--samples",
-                     str(tmp_path / "s.jsonl"), "--no-progress", "--resamples", "50"])
+                     str(tmp_path / "s.jsonl"), "--no-progress", "--resamples", "50", "--device", "cpu"])
     assert code == 0
     report = json.loads(out.read_text())
     assert report["datasets"]["world"]["n"] == 4 and report["settings"]["protocol"]["assistant_prefix"] == "<search>"

@@ -81,8 +81,8 @@ def _run_session(model, tok, prompts, *, greedy=True, temperature=1.0, seed=0, *
 
 def _full_logprobs(model, seq: list[int], temperature: float = 1.0) -> torch.Tensor:
     with torch.inference_mode():
-        logits = model(input_ids=torch.tensor([seq])).logits[0].float()  # (T, V)
-    return torch.log_softmax(logits / temperature, dim=-1)
+        logits = model(input_ids=torch.tensor([seq], device=model.device)).logits[0].float()  # (T, V)
+    return torch.log_softmax(logits / temperature, dim=-1).cpu()
 
 
 def test_kv_cache_continuation_equals_a_full_re_encode(tiny):

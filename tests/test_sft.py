@@ -133,7 +133,7 @@ def test_sft_command_writes_a_loadable_model(tiny_model, tmp_path):
     out = tmp_path / "sft"
     code = main(["sft", f"model.name={tiny_model}", "sft.max_examples=12", "sft.holdout=4", "sft.batch_size=4",
                  "sft.micro_batch_size=4", "sft.oracle_think=false", "protocol.assistant_prefix=<search>",
-                 "--out", str(out)])
+                 "--out", str(out), "--device", "cpu"])
     assert code == 0
     summary = json.loads((out / "sft_summary.json").read_text())
     assert summary["sft"]["examples"] + summary["sft"]["holdout_examples"] + sum(summary["dropped"].values()) == 12

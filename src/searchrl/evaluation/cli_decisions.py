@@ -33,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=None, help="questions (default: the config's val.max_questions)")
     parser.add_argument("--batch-size", type=int, default=16, help="sequences per scoring forward (default %(default)s)")
     parser.add_argument("--out", default=None, metavar="DIR", help="write decisions.json and decisions.png here")
+    parser.add_argument("--device", default=None,
+                        help="auto, cpu, cuda or cuda:N (default: the config's train.device, auto: a GPU when torch "
+                             "sees one)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -51,7 +54,7 @@ def main(args: argparse.Namespace) -> int:
         summarise_decisions,
     )
     from searchrl.evaluation.harness import evaluate
-    from searchrl.models import load_policy
+    from searchrl.models import load_policy, resolve_device
     from searchrl.protocol import prompt_text
     from searchrl.training.config import load_config
     from searchrl.training.trainer import validation_sources
@@ -60,8 +63,9 @@ def main(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, list(args.overrides))
     if args.limit is not None and args.limit < 1:
         raise SearchRLError(f"--limit must be >= 1, got {args.limit}")
+    device = resolve_device(args.device, key="--device") if args.device else resolve_device(cfg.train.device)
     sources = validation_sources(cfg)
-    model, tokenizer = load_policy(args.model[0])
+    model, tokenizer = load_policy(args.model[0], device=device)
     report = evaluate(model, tokenizer, sources, limit=args.limit or cfg.val.max_questions, protocol_cfg=cfg.protocol,
                       rollout_cfg=cfg.rollout, batch_size=cfg.val.batch_size, seed=cfg.seed, progress=True)
     prefix = cfg.protocol.assistant_prefix
@@ -78,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
     results = []
     for i, spec in enumerate(args.model):
         if i:
-            model, tokenizer = load_policy(spec)
+            model, tokenizer = load_policy(spec, device=device)
         log_odds = decision_log_odds(model, tokenizer, [p.context for p in points], batch_size=args.batch_size)
         results.append({"model": spec, "summary": summarise_decisions(points, log_odds.tolist()),
                         "points": points_as_rows(points, log_odds.tolist())})

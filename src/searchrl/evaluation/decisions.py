@@ -72,8 +72,9 @@ def decision_log_odds(model: torch.nn.Module, tokenizer: Any, contexts: Sequence
     """log π(SEARCH_TAG | c) − log π(ANSWER_TAG | c) for each context c, (N,) float32.
 
     The tag is tokenised on its own and appended to the context's tokens, as the rollout engine appends a
-    turn's generated tokens after an observation's.
+    turn's generated tokens after an observation's. Runs on the model's device; the scores come back on the CPU.
     """
+    from searchrl.models import module_device
     from searchrl.training.batching import body_and_head
 
     tags = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in (SEARCH_TAG, ANSWER_TAG)]
@@ -81,6 +82,7 @@ def decision_log_odds(model: torch.nn.Module, tokenizer: Any, contexts: Sequence
     scores = torch.zeros(len(contexts), 2)
     body, head = body_and_head(model)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    device = module_device(model)
     was_training = model.training
     model.eval()
     try:
@@ -94,14 +96,14 @@ def decision_log_odds(model: torch.nn.Module, tokenizer: Any, contexts: Sequence
                 for b, s in enumerate(seqs):
                     ids[b, : len(s)] = torch.tensor(s)
                     mask[b, : len(s)] = 1
-                out = body(input_ids=ids, attention_mask=mask, use_cache=False)
+                out = body(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=False)
                 hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
                 for b, (i, j, ctx) in enumerate(chunk):
                     # The tag's tokens are predicted from the positions just before each of them.
-                    positions = torch.arange(len(ctx) - 1, len(ctx) - 1 + len(tags[j]))
+                    positions = torch.arange(len(ctx) - 1, len(ctx) - 1 + len(tags[j]), device=device)
                     logits = head(hidden[b, positions]).float()
-                    target = torch.tensor(tags[j])
-                    scores[i, j] = torch.log_softmax(logits, -1).gather(1, target[:, None]).sum()
+                    target = torch.tensor(tags[j], device=device)
+                    scores[i, j] = float(torch.log_softmax(logits, -1).gather(1, target[:, None]).sum())
     finally:
         model.train(was_training)
     return scores[:, 0] - scores[:, 1]

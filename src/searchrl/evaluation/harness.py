@@ -138,8 +138,11 @@ def _as_sources(sources: Sequence[DataSource | str] | DataSource | str, split: s
     return out
 
 
-def _resolve_policy(policy: Any, tokenizer: Any, batch_size: int) -> tuple[GenerationBackend, Any, Any, str]:
-    """(backend, tokenizer, model or None, description) from a backend, a model object or a name/path."""
+def _resolve_policy(
+    policy: Any, tokenizer: Any, batch_size: int, device: Any = None
+) -> tuple[GenerationBackend, Any, Any, str]:
+    """(backend, tokenizer, model or None, description) from a backend, a model object or a name/path (loaded onto
+    `device`; a model object stays where it is)."""
     if hasattr(policy, "open_session"):
         if tokenizer is None:
             tokenizer = getattr(policy, "tokenizer", None)
@@ -151,7 +154,7 @@ def _resolve_policy(policy: Any, tokenizer: Any, batch_size: int) -> tuple[Gener
     if isinstance(policy, (str, Path)):
         from searchrl.models import load_policy
 
-        model, tokenizer = load_policy(policy)
+        model, tokenizer = load_policy(policy, device=device)
         return HFBackend(model, tokenizer, max_batch_size=batch_size), tokenizer, model, str(policy)
     if tokenizer is None:
         raise ConfigError("evaluate(): pass the tokenizer along with the model")
@@ -249,6 +252,7 @@ def evaluate(
     progress: bool | Progress = True,
     split: str | None = None,
     model_name: str | None = None,
+    device: Any = None,
 ) -> EvalReport:
     """Evaluate `policy` greedily on `sources`; return per-dataset metrics with bootstrap CIs.
 
@@ -266,6 +270,8 @@ def evaluate(
     - `progress`: True for a rich bar with ETA of its own, a rich `Progress` to add the task to (use this
       inside another live display, e.g. the trainer's console), or False.
     - `seed`: seeds the subset and the bootstrap; `n_resamples`, `confidence`: the bootstrap.
+    - `device`: where a `policy` given by name is loaded (a `torch.device` from `searchrl.models.resolve_device`;
+      None: the CPU); a model object evaluates on its own device.
 
     A retriever given as a URL gets one test search first (`probe_retriever`): an unreachable server raises
     `RetrievalError` before the model is loaded. A question whose search still fails after the retries ends
@@ -301,7 +307,7 @@ def evaluate(
         dupe = next(n for n in names if names.count(n) > 1)
         raise DataError(f"two data sources give the dataset name {dupe!r}; rename one with NAME=SPEC")
     # The model last: data and retrievers (an unreachable server) fail in seconds, not after loading it.
-    backend, tokenizer, model, policy_name = _resolve_policy(policy, tokenizer, batch_size)
+    backend, tokenizer, model, policy_name = _resolve_policy(policy, tokenizer, batch_size, device)
     setup_s = time.perf_counter() - setup_start
 
     watch = Stopwatch()

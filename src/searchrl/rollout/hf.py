@@ -1,5 +1,8 @@
 """A CPU-first generation backend on Hugging Face transformers that keeps each sequence's KV cache across turns.
 
+It runs where the model is: the KV buffers, ids and sampling generator follow the model's device (CPU or CUDA);
+the oneDNN weight packing below applies on the CPU only.
+
 How the cache is reused (so a turn after an observation never re-encodes the history):
 
 - Between turns every row keeps a compact KV tensor `(layers, 2, kv_heads, length, head_dim)` for the tokens
@@ -191,7 +194,9 @@ class HFBackend:
         self.max_cache_bytes = max_cache_bytes
         self.prefill_tokens = prefill_tokens
         # Each session generates on oneDNN-packed linear weights (see _PackedLinears); False: the model's F.linear.
-        self.pack_weights = bool(pack_weights and _PackedLinears.usable())
+        # A CPU-only optimisation: a model on a GPU keeps its own kernels.
+        on_cpu = next(model.parameters()).device.type == "cpu"
+        self.pack_weights = bool(pack_weights and on_cpu and _PackedLinears.usable())
         self.num_layers = config.num_hidden_layers
         self.kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
@@ -432,9 +437,10 @@ def full_forward_logprobs(
 ) -> list[float]:
     """Log-probs of `response_ids` given `prompt_ids` from one full forward pass (no cache, no padding):
     log softmax(logits / T) at each response position. The oracle that cache-based sampling must match."""
-    ids = torch.tensor([list(prompt_ids) + list(response_ids)], dtype=torch.long)
+    device = next(model.parameters()).device
+    ids = torch.tensor([list(prompt_ids) + list(response_ids)], dtype=torch.long, device=device)
     with torch.inference_mode():
         logits = model(input_ids=ids).logits[0].float()  # (T, V)
     start = len(prompt_ids)
     logp = torch.log_softmax(logits[start - 1 : -1] / temperature, dim=-1)  # (R, V)
-    return logp.gather(1, torch.tensor(list(response_ids))[:, None]).squeeze(1).tolist()
+    return logp.gather(1, torch.tensor(list(response_ids), device=device)[:, None]).squeeze(1).tolist()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 import torch.nn.functional as F
@@ -38,6 +38,10 @@ class TokenBatch:
     @property
     def size(self) -> int:
         return self.input_ids.shape[0]
+
+    def to(self, device: torch.device | str) -> TokenBatch:
+        """The same batch on `device` (`collate` builds it on the CPU; the model may live on a GPU)."""
+        return TokenBatch(*(getattr(self, f.name).to(device) for f in fields(self)))
 
 
 def collate(trajectories: Sequence[Trajectory], pad_id: int) -> TokenBatch:

@@ -7,6 +7,11 @@ A checkpoint is a folder `checkpoints/step_XXXXXX/` holding
 - `rng.pt`                python, numpy and torch RNG states plus any named `torch.Generator` (the rollout's)
 - `state.json`            the trainer's own state: step, data cursor, best validation EM, counters, monitor
 
+Checkpoints are device-agnostic: weights are saved from CPU copies, and loading maps every tensor to the device of
+the model it is loaded into (RNG states to the CPU, where torch keeps them), so a run saved on a GPU resumes on a
+CPU and the reverse. Only same-device resumes can be exact: another device rounds differently and draws other
+random numbers (README.md, "One GPU").
+
 It is written into `checkpoints/.tmp-step_XXXXXX/` and renamed into place only when complete, and a pruned
 checkpoint is renamed to `checkpoints/.deleting-step_XXXXXX/` before it is deleted, so a folder named `step_*` is
 always whole. `clean_partial` (run on resume) removes what a killed save or prune left behind. A failed write (a
@@ -51,19 +56,25 @@ class CheckpointWriteError(SearchRLError):
 
 
 def capture_rng(generators: dict[str, torch.Generator] | None = None) -> dict[str, Any]:
-    """The state of every random number generator a run draws from."""
+    """The state of every random number generator a run draws from (the GPUs' too, once CUDA is in use)."""
     return {
         "python": random.getstate(),
         "numpy": np.random.get_state(),
         "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None,
         "generators": {name: g.get_state() for name, g in (generators or {}).items()},
     }
 
 
 def restore_rng(state: dict[str, Any], generators: dict[str, torch.Generator] | None = None) -> None:
+    """Restore what :func:`capture_rng` saved; GPU states only on a machine with as many GPUs (a resume on another
+    device kind keeps its own, see the module docstring)."""
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
+    cuda = state.get("cuda")
+    if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(cuda)
     for name, g in (generators or {}).items():
         if name in state.get("generators", {}):
             g.set_state(state["generators"][name])
@@ -237,17 +248,23 @@ def load_checkpoint(
     generators: dict[str, torch.Generator] | None = None,
     restore_rng_state: bool = True,
 ) -> dict[str, Any]:
-    """Restore a checkpoint into live objects; returns the trainer state (with `step`)."""
+    """Restore a checkpoint into live objects; returns the trainer state (with `step`).
+
+    Tensors go to the model's device whatever device saved them; RNG states to the CPU."""
+    from searchrl.models import module_device
+
     folder = Path(folder)
     if not is_complete(folder):
         missing = [name for name in FILES if not (folder / name).is_file()]
         raise SearchRLError(f"{folder} is not a complete checkpoint (no {', '.join(missing)})")
+    # Weights are read on the CPU and copied into the parameters (no second copy of the model on a GPU);
+    # the optimiser state is mapped straight to the parameters' device, where AdamW keeps it.
     load_trainable_state(model, load_file(str(folder / "weights.safetensors")), folder / "weights.safetensors")
-    opt_state = torch.load(folder / "optimizer.pt", weights_only=False)
+    opt_state = torch.load(folder / "optimizer.pt", map_location=module_device(model), weights_only=False)
     if optimizer is not None and opt_state["optimizer"] is not None:
         optimizer.load_state_dict(opt_state["optimizer"])
     if scheduler is not None and opt_state["scheduler"] is not None:
         scheduler.load_state_dict(opt_state["scheduler"])
     if restore_rng_state:
-        restore_rng(torch.load(folder / "rng.pt", weights_only=False), generators)
+        restore_rng(torch.load(folder / "rng.pt", map_location="cpu", weights_only=False), generators)
     return json.loads((folder / "state.json").read_text())

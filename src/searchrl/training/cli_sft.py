@@ -3,6 +3,7 @@
     searchrl sft --out runs/sft                              # the demo config's model on the world's oracle
     searchrl sft --data runs/x/samples/step_0040.jsonl --min-reward 1 --out runs/rft   # rejection sampling FT
     searchrl sft --config my.yaml sft.epochs=3 sft.lr=2e-5 --out runs/sft --eval
+    searchrl sft --device cuda --out runs/sft                # on a GPU (default: the config's train.device)
     searchrl train train.warm_start=runs/sft                 # then RL from it
 
 The model, prompt template, rollout budgets and retriever come from the config (as in `searchrl train`), so
@@ -29,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the fine-tuned model (HF format)")
     parser.add_argument("--eval", action="store_true", help="evaluate greedily on the validation split before and after")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    parser.add_argument("--device", default=None,
+                        help="auto, cpu, cuda or cuda:N (default: the config's train.device, auto: a GPU when torch "
+                             "sees one)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -36,6 +40,7 @@ def main(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from searchrl.models import resolve_device
     from searchrl.training.config import load_config
 
     overrides = list(args.overrides)
@@ -44,23 +49,28 @@ def main(args: argparse.Namespace) -> int:
     if args.min_reward is not None:
         overrides.append(f"sft.min_reward={args.min_reward}")
     cfg = load_config(args.config, overrides)
+    # Before anything loads: a missing GPU is reported at once.
+    device = resolve_device(args.device, key="--device") if args.device else resolve_device(cfg.train.device)
     out = Path(args.out).expanduser()
     if out.is_dir() and any(out.iterdir()) and not args.overwrite:
         raise SearchRLError(f"--out {out} exists and is not empty; pass --overwrite or another folder")
     check_writable(out, "--out", folder=True)  # before the model loads and trains, not after
-    summary = run_sft_command(cfg, out, evaluate_too=args.eval)
+    summary = run_sft_command(cfg, out, evaluate_too=args.eval, device=device)
     print(json.dumps(summary, indent=2, default=float))
     return 0
 
 
-def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False) -> dict:
-    """Fine-tune the config's model with its `sft:` section and save it to `out` (HF folder + sft_summary.json)."""
+def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False, device: object = None) -> dict:
+    """Fine-tune the config's model with its `sft:` section on `device` (default: the config's train.device) and
+    save it to `out` (HF folder + sft_summary.json)."""
     import os
+
+    import torch
 
     from rich.console import Console
 
     from searchrl.data import load_source
-    from searchrl.models import load_policy
+    from searchrl.models import load_policy, resolve_device
     from searchrl.training.checkpoint import atomic_write_json
     from searchrl.training.trainer import build_retriever, validation_sources
     from searchrl.training.policy import export_policy, prepare_for_training
@@ -68,10 +78,12 @@ def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False) -> di
 
     console = Console(stderr=True)
     source = load_source(cfg.data.train, split=cfg.data.train_split)
-    model, tokenizer = load_policy(cfg.model.name)
+    device = resolve_device(cfg.train.device) if device is None else device
+    dtype = getattr(torch, cfg.model.dtype)
+    model, tokenizer = load_policy(cfg.model.name, dtype=dtype)
     model = prepare_for_training(model, lora=cfg.model.lora, gradient_checkpointing=cfg.model.gradient_checkpointing,
                                  seed=cfg.seed, train_layers=cfg.sft.train_layers,
-                                 key="sft.train_layers")
+                                 key="sft.train_layers", dtype=dtype, device=device)
     retriever = build_retriever(cfg, source)
     dropped: dict = {}
     if cfg.sft.data == "oracle":

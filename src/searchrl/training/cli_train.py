@@ -1,7 +1,7 @@
 """`searchrl train`: train a search agent with RL. With no arguments it runs the embedded demo.
 
     searchrl train                                        # configs/demo.yaml: SmolLM2-135M, the world, BM25, SAPO
-    searchrl train --config sapo_qwen3b                   # a packaged paper config (GPU)
+    searchrl train --config sapo_qwen3b_lora_1gpu         # one GPU (train.device: cuda); README.md "One GPU"
     searchrl train --config my.yaml algorithm.name=grpo seed=1 run.dir=runs/grpo-1 train.lr=2e-6
     searchrl train --resume runs/grpo-1                   # continue exactly where a run stopped
     searchrl train --show-config                          # every key, its type, default and help

@@ -319,6 +319,12 @@ class ModelConfig:
     gradient_checkpointing: bool = option(
         True, "recompute activations in the backward pass (halves training memory at almost no cost on CPU)"
     )
+    dtype: str = option(
+        "float32",
+        "dtype of the loaded weights: float32 (master weights; bf16 compute is train.bf16's autocast) or bfloat16, "
+        "LoRA runs only (the frozen base in bf16 halves its memory; the adapters stay float32)",
+        choices=("float32", "bfloat16"),
+    )
     lora: LoraConfig = section(LoraConfig)
 
 
@@ -375,10 +381,16 @@ class TrainConfig:
     warmup_ratio: float = option(0.0, "fraction of the RL steps with linear warm-up (verl `lr_warmup_steps_ratio`)", min=0, max=1)
     lr_schedule: str = option("constant", "learning-rate schedule after warm-up", choices=("constant", "cosine", "linear"))
     max_grad_norm: float = option(1.0, "clip the global gradient norm to this (0: no clipping)", min=0)
+    device: str = option(
+        "auto",
+        "where the policy, reference, batches, KV cache and losses live: auto (the first CUDA GPU when torch sees "
+        "one, else the CPU), cpu, cuda or cuda:N; an explicit cuda without a GPU is an error, not a CPU run",
+    )
     bf16: bool | Literal["auto"] = option(
         "auto",
-        "bf16 autocast over fp32 master weights; 'auto': on where bf16 is native (CUDA, CPUs with avx512_bf16 or AMX: "
-        "about 1.7x faster), off elsewhere (an AVX2-only CPU computes bf16 about 8x slower than fp32)",
+        "bf16 autocast over fp32 master weights; 'auto': on where bf16 is native on train.device (a CUDA GPU with "
+        "bf16, CPUs with avx512_bf16 or AMX: about 1.7x faster), off elsewhere (an AVX2-only CPU computes bf16 about "
+        "8x slower than fp32)",
     )
     logprob_chunk_size: int = option(256, "positions per chunk when computing token log-probs (bounds the logits' memory)", min=1)
     train_layers: int | None = option(
@@ -668,7 +680,16 @@ _GROUP_BASELINE_ESTIMATORS = ("grpo", "dr_grpo", "calibadv")
 
 
 def _check_consistency(cfg: Config) -> None:
+    from searchrl.models import check_device_spec
+
     t = cfg.train
+    check_device_spec(t.device, "train.device")  # the form only: the GPU itself is looked for when a run starts
+    if cfg.model.dtype != "float32" and not cfg.model.lora.enabled:
+        raise ConfigError(
+            f"model.dtype: {cfg.model.dtype} weights need model.lora.enabled=true (only a frozen base may be stored "
+            "in bf16: AdamW's updates at RL learning rates are below bf16's resolution and would be lost); for bf16 "
+            "compute over float32 weights use train.bf16"
+        )
     estimator = cfg.algorithm.get("advantage_estimator")
     if t.group_size < 2 and estimator in _GROUP_BASELINE_ESTIMATORS:
         raise ConfigError(

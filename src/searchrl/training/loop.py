@@ -24,7 +24,8 @@ answer mask) and computes advantages and the loss.
 Determinism: the data order, the rollout sampling seed and the mini-batch shuffles of step s are functions of
 (seed, s) only, and a checkpoint restores weights, optimiser and trainer state exactly; so a run killed at any
 moment and resumed from its last checkpoint writes the same metrics rows (time fields aside) and ends with the
-same weights as a run never interrupted.
+same weights as a run never interrupted, on the same device (on CUDA, bitwise only with deterministic kernels; a
+resume on another device rounds and samples differently: README.md, "One GPU").
 """
 
 from __future__ import annotations
@@ -91,12 +92,15 @@ def rl_step(t: Any, step: int) -> StepOutput:
     rollout_s = time.perf_counter() - start
 
     # 2. Rewards. Trajectories whose retrieval failed are scored but kept out of the loss and of group statistics.
+    #    From here on every tensor lives on the model's device (train.device).
     score_trajectories(trajectories, cfg.reward)
-    usable = torch.tensor([tr.finish_reason != "retrieval_error" for tr in trajectories], dtype=torch.float32)
-    group_ids = [tr.group_id if ok else f"excluded:{i}" for i, (tr, ok) in enumerate(zip(trajectories, usable))]
-    batch = collate(trajectories, t.pad_id)
+    device = t.device
+    usable_rows = [tr.finish_reason != "retrieval_error" for tr in trajectories]
+    usable = torch.tensor(usable_rows, dtype=torch.float32, device=device)
+    group_ids = [tr.group_id if ok else f"excluded:{i}" for i, (tr, ok) in enumerate(zip(trajectories, usable_rows))]
+    batch = collate(trajectories, t.pad_id).to(device)
     loss_mask = batch.response_mask * usable[:, None]  # (N, T): 1 on sampled tokens of usable trajectories
-    rewards = torch.tensor([tr.reward for tr in trajectories], dtype=torch.float32)  # (N,)
+    rewards = torch.tensor([tr.reward for tr in trajectories], dtype=torch.float32, device=device)  # (N,)
 
     # 3. Advantages from the configured estimator.                                                        [ALGO]
     turn_scores = turn_scores_by_group(trajectories, group_ids) if t.objective.needs_turn_scores else None
@@ -121,7 +125,7 @@ def rl_step(t: Any, step: int) -> StepOutput:
             if from_first_update and ref_log_probs is None:
                 continue
             sub = _sub_batch(batch, micro)
-            with autocast(cfg.train.bf16):
+            with autocast(cfg.train.bf16, device):
                 if not from_first_update:
                     lp, _ = lower.token_logprobs(micro, sub, chunk_size=chunk, temperature=temperature)
                     _scatter(old_log_probs, micro, lp)
@@ -146,17 +150,17 @@ def rl_step(t: Any, step: int) -> StepOutput:
             t.optimizer.zero_grad(set_to_none=True)
             losses_finite = True
             for micro in mini:
-                rows = torch.tensor(micro)
+                rows = torch.tensor(micro, device=device)
                 sub = _sub_batch(batch, micro)
                 T = sub.response_ids.shape[1]
                 mask = loss_mask[rows, :T]
                 if mask.sum() == 0:  # nothing to learn from (all observation tokens or excluded trajectories)
                     if update_index == 0 and reuse_first_forward:  # still the behaviour log-probs, for diagnostics
-                        with torch.no_grad(), autocast(cfg.train.bf16):
+                        with torch.no_grad(), autocast(cfg.train.bf16, device):
                             lp, _ = lower.token_logprobs(micro, sub, chunk_size=chunk, temperature=temperature)
                         _scatter(old_log_probs, micro, lp)
                     continue
-                with autocast(cfg.train.bf16):
+                with autocast(cfg.train.bf16, device):
                     log_probs, entropy = lower.token_logprobs(
                         micro, sub, chunk_size=chunk, with_entropy=True, temperature=temperature
                     )
@@ -234,7 +238,7 @@ def minibatch_plan(n: int, cfg: Any, step: int) -> list[list[list[list[int]]]]:
 
 def _sub_batch(batch: TokenBatch, rows: Sequence[int]) -> TokenBatch:
     """Rows of a padded batch, trimmed to their own longest sequence and response."""
-    idx = torch.tensor(list(rows))
+    idx = torch.tensor(list(rows), device=batch.input_ids.device)
     L = int(batch.attention_mask[idx].sum(-1).max())
     T = max(int(batch.response_valid[idx].sum(-1).max()), 1)
     return TokenBatch(
@@ -256,7 +260,7 @@ def has_dropout(model: torch.nn.Module) -> bool:
 
 
 def _scatter(target: torch.Tensor, rows: Sequence[int], values: torch.Tensor) -> None:
-    target[torch.tensor(list(rows)), : values.shape[1]] = values.float()
+    target[torch.tensor(list(rows), device=target.device), : values.shape[1]] = values.float()
 
 
 # ============================================================================================ driving a run
@@ -328,7 +332,7 @@ def train(cfg: Any, *, resume: bool = False, console: bool = True) -> dict[str, 
             _create_run_folder(cfg, run_dir, replace=replace)
         with t.logger:
             if folder is not None:
-                t.print(f"Resuming {run_dir} from step {t.state.step} ({folder.name})")
+                t.print(f"Resuming {run_dir} from step {t.state.step} ({folder.name}) on {t.device}")
             else:
                 _start(t)
             _fit(t)
@@ -482,7 +486,7 @@ def _start(t: Trainer) -> None:
     point is also validated on the validation split, the baseline of every decision (checkpoints/best)."""
     cfg = t.cfg
     warm = cfg.train.warm_start is not None
-    t.logger.announce(f"Run folder: {t.run_dir}")
+    t.logger.announce(f"Run folder: {t.run_dir} (device: {t.device}, train.device={cfg.train.device})")
     if cfg.val.untrained and warm:
         untrained = t.validate("untrained", test=True, limit=cfg.val.untrained_max_questions)
         t.state.evals["untrained"] = _announce(t, untrained, "untrained model")

@@ -24,6 +24,7 @@ import torch
 
 from searchrl.data.types import Question
 from searchrl.errors import DataError
+from searchrl.models import module_device
 from searchrl.rollout.types import Trajectory, Turn
 from searchrl.training.batching import TokenBatch, collate, split_indices, token_logprobs
 from searchrl.training.policy import autocast, make_optimizer, make_scheduler, trainable_parameters
@@ -66,10 +67,11 @@ def holdout_loss(
         return float("nan")
     was_training = model.training
     model.eval()
+    device = module_device(model)
     total, count = 0.0, 0
     for idx in split_indices(len(trajectories), micro_batch_size):
-        batch = collate([trajectories[i] for i in idx], pad_id)
-        with autocast(bf16):
+        batch = collate([trajectories[i] for i in idx], pad_id).to(device)
+        with autocast(bf16, device):
             log_probs, _ = token_logprobs(model, batch, chunk_size=chunk_size)
         total += float(-(log_probs * batch.response_mask).sum())
         count += int(batch.response_mask.sum())
@@ -94,9 +96,11 @@ def run_sft(
     """Fine-tune `model` in place on `trajectories` with the `sft:` settings `cfg` (an `SFTConfig`).
 
     Data order, hold-out split and shuffles come from `seed` only. `on_update(update, total, loss)` is called
-    after each optimiser update (progress bars); rows go to `metrics_path` (JSONL) when given.
+    after each optimiser update (progress bars); rows go to `metrics_path` (JSONL) when given. Batches go to the
+    model's device.
     """
     start = time.perf_counter()
+    device = module_device(model)
     rng = random.Random(seed)
     data = [t for t in trajectories if sum(t.response_mask) > 0]
     if cfg.min_reward is not None:
@@ -130,12 +134,12 @@ def run_sft(
         batch_idx, order = order[: cfg.batch_size], order[cfg.batch_size :]
         micro = [batch_idx[i : i + cfg.micro_batch_size] for i in range(0, len(batch_idx), cfg.micro_batch_size)]
         # Token mean over the whole mini-batch: weight each micro-batch by its share of the trained tokens.
-        batches = [collate([train[i] for i in idx], pad_id) for idx in micro]
+        batches = [collate([train[i] for i in idx], pad_id).to(device) for idx in micro]
         n_total = sum(int(b.response_mask.sum()) for b in batches)
         optimizer.zero_grad(set_to_none=True)
         loss_sum = 0.0
         for batch in batches:
-            with autocast(bf16):
+            with autocast(bf16, device):
                 loss, n_tokens = sft_loss(model, batch, chunk_size=chunk_size)
             (loss * (n_tokens / max(n_total, 1))).backward()
             loss_sum += float(loss.detach()) * n_tokens

@@ -23,7 +23,7 @@ import torch
 from searchrl.algorithms import silver_turn_scores
 from searchrl.errors import SearchRLError
 from searchrl.rollout.types import Trajectory
-from searchrl.training.batching import TokenBatch
+from searchrl.training.batching import TokenBatch, pad_per_token
 from searchrl.training.diagnostics import (
     average_diagnostics,
     calibadv_diagnostics,
@@ -119,10 +119,8 @@ def step_metrics(
     for key in t.diag_keys:
         m[key] = float(diag.get(key, NAN))
     turn_kind = turn_kind_from_mask(loss_mask)
-    sampling = torch.zeros_like(old_log_probs)
-    for i, tr in enumerate(trajectories):
-        if tr.sampling_logprobs:
-            sampling[i, : len(tr.sampling_logprobs)] = torch.tensor(tr.sampling_logprobs)
+    sampling = pad_per_token([tr.sampling_logprobs for tr in trajectories], old_log_probs.shape[1])
+    sampling = sampling.to(old_log_probs.device)  # one copy to the training device, not one per trajectory
     m.update(
         rollout_diagnostics(
             old_log_probs=old_log_probs, response_mask=loss_mask, advantages=advantages, rewards=rewards,
@@ -234,7 +232,7 @@ class Trainer:
 
         from searchrl.algorithms import policy_loss_names
         from searchrl.data import load_source
-        from searchrl.models import load_policy
+        from searchrl.models import load_policy, resolve_device
         from searchrl.rollout import RolloutEngine
         from searchrl.rollout.hf import HFBackend
         from searchrl.training.config import build_objective_from
@@ -245,6 +243,7 @@ class Trainer:
 
         self.started = time.perf_counter()  # train.time_budget_min counts from here
         self.cfg = cfg
+        self.device = resolve_device(cfg.train.device)  # first: a missing GPU fails before anything loads
         self.run_dir = Path(run_dir)
         self.state = TrainerState()
         self.abortable = True
@@ -270,14 +269,16 @@ class Trainer:
             if cfg.retrieval.index or s.corpus_path == train_source.corpus_path
         }
 
-        # Policy: the configured model, or a warm-start folder (from `searchrl sft`), trained in fp32.
+        # Policy: the configured model, or a warm-start folder (from `searchrl sft`), trained in fp32 (a LoRA run's
+        # frozen base in model.dtype) on train.device.
         start_from = cfg.train.warm_start if cfg.train.warm_start not in (None, "sft") else cfg.model.name
-        model, tokenizer = load_policy(start_from)
+        dtype = getattr(torch, cfg.model.dtype)
+        model, tokenizer = load_policy(start_from, dtype=dtype)
         self.tokenizer = tokenizer
         self.pad_id = int(tokenizer.pad_token_id)
         self.model = prepare_for_training(
             model, lora=cfg.model.lora, gradient_checkpointing=cfg.model.gradient_checkpointing, seed=cfg.seed,
-            train_layers=cfg.train.train_layers,
+            train_layers=cfg.train.train_layers, dtype=dtype, device=self.device,
         )
         self.objective = build_objective_from(cfg)
         self.penalties = [(entry.name, params) for entry, params in self.objective.penalties]
@@ -338,12 +339,13 @@ class Trainer:
             group["lr"] = lr
 
     def answer_mask(self, trajectories: Sequence[Trajectory], batch: TokenBatch) -> torch.Tensor:
-        """(N, T) 1 on the tokens of each trajectory's last `<answer>…</answer>` span (LLDS-MA)."""
-        out = torch.zeros_like(batch.response_mask)
+        """(N, T) 1 on the tokens of each trajectory's last `<answer>…</answer>` span (LLDS-MA), on the batch's
+        device (filled on the CPU: one copy instead of a device write per token)."""
+        out = torch.zeros(batch.response_mask.shape, dtype=batch.response_mask.dtype)
         for i, tr in enumerate(trajectories):
             for j in _answer_token_positions(tr, self.tokenizer):
                 out[i, j] = 1.0
-        return out
+        return out.to(batch.response_mask.device)
 
     # -- evaluation ----------------------------------------------------------------------------------
 

@@ -1,0 +1,446 @@
+"""One GPU: rollout tokens/s, RL step time and peak GPU memory of searchrl's native trainer, against TRL's
+GRPOTrainer doing the same work on the same GPU.
+
+Models: the SmolLM2-135M and Qwen2.5-0.5B architectures (configs built with transformers' `LlamaConfig` and
+`Qwen2Config` at the published sizes, vocabulary included), with seeded random weights: nothing is downloaded. The
+tokenizer is the embedded default's (SmolLM2's, 49,152 tokens); for the Qwen architecture the ids beyond it keep
+their full LM-head cost but are never sampled.
+
+Fixed work: random weights would stop at a random EOS, so both sides get the same logits processor (a forward hook
+on the LM head that sets the EOS ids and the ids beyond the tokenizer to -1e4): every completion is exactly
+`--max-tokens` long on both sides (the table prints the measured mean, to check). Everything else is bench_train.py's
+setting: the same questions in the same order (the world's, as searchrl's `QuestionSampler` draws them), the demo's
+compact single-turn prompt opened with `<answer>`, B questions x G completions per step, the same mini- and
+micro-batches, lr, bf16 autocast over fp32 weights, gradient checkpointing, sampling at T=1 without top-p/top-k,
+GRPO without KL, EM reward. searchrl: `train.device=cuda`, `rollout.max_turns=0`. TRL: `GRPOTrainer` on the GPU
+with transformers' `generate` (no vLLM), `per_device_train_batch_size` = micro, `gradient_accumulation_steps` =
+mini/micro, `steps_per_generation` = B*G/micro.
+
+Timing: CUDA is synchronised at each stamp. "rollout" is `RolloutEngine.run` (searchrl) or `GRPOTrainer._generate`
+(TRL); rollout tokens/s = sampled tokens / rollout wall time; a step is one generation batch and all its optimiser
+updates; peak memory is `torch.cuda.max_memory_allocated` of the worker process. Each framework runs in its own
+subprocess, alternating (`--rounds`), one at a time on the GPU; the first step of each process is warm-up and is
+dropped; the table gives the median and [min, max] over the remaining steps of all rounds, with the GPU, driver,
+CUDA, torch and CPU recorded.
+
+    .venv/bin/python benchmarks/bench_gpu.py                                   # both models, 2 rounds x 3 steps
+    .venv/bin/python benchmarks/bench_gpu.py --models qwen2.5-0.5b --json /tmp/bench_gpu.json
+
+Without a CUDA GPU it says so and exits with status 2 (`make bench` skips it there). Results: docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+INSTRUCTION = "Answer the question with <answer>answer</answer>.\nQuestion: {question}\n"
+PREFIX = "<answer>"
+BANNED_LOGIT = -1e4  # finite: exp() underflows to 0, and an entropy's p * log p stays 0 (not 0 * -inf)
+
+# The published sizes (SmolLM2-135M's config.json; Qwen2.5-0.5B-Instruct's config.json).
+ARCHITECTURES: dict[str, tuple[str, dict[str, Any]]] = {
+    "smollm2-135m": ("llama", dict(
+        hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
+        vocab_size=49152, max_position_embeddings=8192, rope_theta=100000.0, rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+    )),
+    "qwen2.5-0.5b": ("qwen2", dict(
+        hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
+        vocab_size=151936, max_position_embeddings=32768, rope_theta=1000000.0, rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+    )),
+}
+
+
+def no_cuda_message() -> str | None:
+    """Why this machine cannot run the benchmark, or None when it can."""
+    import torch
+
+    if torch.cuda.is_available():
+        return None
+    why = "a CPU-only torch build" if torch.version.cuda is None else f"torch built for CUDA {torch.version.cuda}"
+    return (f"bench_gpu.py: no CUDA GPU here ({why}, torch {torch.__version__}); nothing was measured. Run it on a "
+            "machine with an NVIDIA GPU and a CUDA build of torch 2.13.0; on a CPU the benchmarks are "
+            "bench_train.py and bench_rollout.py.")
+
+
+def build_random_model(arch: str, out: Path, seed: int) -> Path:
+    """Write a randomly initialised model of `arch` (no download) with the default tokenizer beside it."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    from searchrl.models import default_tokenizer
+
+    kind, dims = ARCHITECTURES[arch]
+    tokenizer = default_tokenizer()
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    ids = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+               pad_token_id=tokenizer.pad_token_id)
+    config_cls, model_cls = (LlamaConfig, LlamaForCausalLM) if kind == "llama" else (Qwen2Config, Qwen2ForCausalLM)
+    config = config_cls(**dims, **ids)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = model_cls(config)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def fix_lengths(model: Any, tokenizer: Any) -> Any:
+    """Make EOS and the ids beyond the tokenizer unsampleable on this model (a forward hook on its LM head), so that
+    every completion runs to the token budget on both sides."""
+    import torch
+
+    from searchrl.rollout.backend import eos_token_ids
+
+    vocab = model.get_output_embeddings().weight.shape[0]
+    banned = torch.zeros(vocab, dtype=torch.bool)
+    banned[len(tokenizer):] = True
+    banned[list(eos_token_ids(tokenizer, model))] = True
+    on_device: dict[Any, torch.Tensor] = {}
+
+    def hook(module: Any, args: Any, logits: torch.Tensor) -> torch.Tensor:
+        mask = on_device.setdefault(logits.device, banned.to(logits.device))
+        return logits.masked_fill(mask, BANNED_LOGIT)
+
+    model.get_output_embeddings().register_forward_hook(hook)
+    return model
+
+
+def _sync() -> None:
+    import torch
+
+    torch.cuda.synchronize()
+
+
+def _clock() -> float:
+    _sync()
+    return time.perf_counter()
+
+
+def _questions(args: argparse.Namespace) -> list[list[Any]]:
+    """The questions of steps 1..steps, exactly as searchrl's trainer samples them."""
+    from searchrl.data import load_source
+    from searchrl.training.trainer import QuestionSampler
+
+    sampler = QuestionSampler(load_source("world", split="train").questions, args.batch_size, args.seed)
+    return [sampler.batch(step) for step in range(1, args.steps + 1)]
+
+
+def _peak_gb() -> dict[str, float]:
+    import torch
+
+    return {"peak_allocated_gb": torch.cuda.max_memory_allocated() / 2**30,
+            "peak_reserved_gb": torch.cuda.max_memory_reserved() / 2**30}
+
+
+def worker_searchrl(args: argparse.Namespace) -> dict:
+    import searchrl.models
+    from searchrl.rollout.engine import RolloutEngine
+    from searchrl.training import loop
+    from searchrl.training.config import load_config
+
+    load_policy = searchrl.models.load_policy
+
+    @functools.wraps(load_policy)
+    def load_fixed(*a: Any, **k: Any) -> Any:
+        model, tokenizer = load_policy(*a, **k)
+        return fix_lengths(model, tokenizer), tokenizer
+
+    searchrl.models.load_policy = load_fixed  # the trainer imports it at call time
+    run = Path(tempfile.mkdtemp(prefix="bench_gpu_searchrl_"))
+    overrides = [
+        f"model.name={args.model_dir}", f"run.dir={run}", "run.overwrite=true", f"seed={args.seed}",
+        f"train.device={args.device}", f"train.steps={args.steps}", f"train.batch_size={args.batch_size}",
+        f"train.group_size={args.group_size}", f"train.mini_batch_size={args.mini_batch_size}",
+        f"train.micro_batch_size={args.micro_batch_size}", "train.ppo_epochs=1", f"train.lr={args.lr}",
+        "train.warm_start=null", f"train.bf16={str(bool(args.bf16)).lower()}", "train.warmup_ratio=0",
+        "train.lr_schedule=constant", "train.time_budget_min=null", "train.train_layers=null",
+        f"model.gradient_checkpointing={str(bool(args.gradient_checkpointing)).lower()}", "model.lora.enabled=false",
+        "rollout.max_turns=0", f"rollout.max_turn_tokens={args.max_tokens}",
+        f"rollout.max_response_tokens={args.max_tokens}",
+        "rollout.temperature=1.0", "rollout.top_p=1.0", "rollout.top_k=0", "rollout.greedy=false",
+        f"protocol.instruction={json.dumps(INSTRUCTION)}", f"protocol.assistant_prefix={PREFIX}",
+        "protocol.use_chat_template=false", "reward.metric=em",
+        "algorithm.name=grpo", "algorithm.kl_coef=0", "algorithm.entropy_coef=0",
+        "val.at_start=false", "val.untrained=false", "val.every=0", "val.max_questions=1", "val.test_max_questions=1",
+        "checkpoint.every=0", "checkpoint.export_final=false", "log.tensorboard=false", "log.samples_every=0",
+        "log.console=false",
+    ]
+    cfg = load_config("demo", overrides)
+    steps: list[dict[str, float]] = []
+    rollouts: list[float] = []
+    run_engine, rl_step = RolloutEngine.run, loop.rl_step
+
+    @functools.wraps(run_engine)
+    def timed_run(self: Any, *a: Any, **k: Any) -> Any:
+        start = _clock()
+        try:
+            return run_engine(self, *a, **k)
+        finally:
+            rollouts.append(_clock() - start)
+
+    @functools.wraps(rl_step)
+    def timed_step(t: Any, step: int) -> Any:
+        start = _clock()
+        out = rl_step(t, step)
+        wall = _clock() - start
+        n = args.batch_size * args.group_size
+        tokens = out.metrics["response/sampled_length_mean"] * n
+        steps.append({"wall": wall, "rollout_wall": rollouts[-1], "update_wall": wall - rollouts[-1],
+                      "rollout_tok_s": tokens / rollouts[-1], "completion_tokens_mean": tokens / n})
+        return out
+
+    RolloutEngine.run, loop.rl_step = timed_run, timed_step
+    try:
+        loop.train(cfg, console=False)
+    finally:
+        shutil.rmtree(run, ignore_errors=True)
+    assert len(steps) == args.steps, (len(steps), args.steps)
+    return {"framework": "searchrl", "steps": steps, **_peak_gb()}
+
+
+def worker_trl(args: argparse.Namespace) -> dict:
+    import torch
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from searchrl.models import load_policy
+    from searchrl.protocol import ProtocolConfig, prompt_text
+    from searchrl.rewards import exact_match, extract_answer
+
+    model, tokenizer = load_policy(args.model_dir)  # float32: bf16=True below is autocast over fp32 weights, as ours
+    fix_lengths(model, tokenizer)
+    protocol = ProtocolConfig(instruction=INSTRUCTION, use_chat_template=False, assistant_prefix=PREFIX)
+    ordered = [q for batch in _questions(args) for q in batch]
+    dataset = Dataset.from_dict({"prompt": [prompt_text(q.question, protocol, tokenizer) for q in ordered],
+                                 "golden": [list(q.golden_answers) for q in ordered]})
+
+    def em_reward(completions: list[str], golden: list[list[str]], **_: object) -> list[float]:
+        answers = [extract_answer(PREFIX + text) for text in completions]
+        return [float(exact_match(a, g)) if a is not None else 0.0 for a, g in zip(answers, golden)]
+
+    per_generation = args.batch_size * args.group_size
+    updates = per_generation // args.mini_batch_size
+    out_dir = tempfile.mkdtemp(prefix="bench_gpu_trl_")
+    config = GRPOConfig(
+        output_dir=out_dir, use_cpu=False, bf16=bool(args.bf16),
+        gradient_checkpointing=bool(args.gradient_checkpointing),
+        per_device_train_batch_size=args.micro_batch_size,
+        gradient_accumulation_steps=args.mini_batch_size // args.micro_batch_size,
+        steps_per_generation=per_generation // args.micro_batch_size, num_generations=args.group_size,
+        max_completion_length=args.max_tokens, num_iterations=1, beta=0.0, loss_type="grpo", epsilon=0.2,
+        temperature=1.0, top_p=1.0, top_k=0, learning_rate=args.lr, lr_scheduler_type="constant", warmup_steps=0,
+        weight_decay=0.0, max_grad_norm=1.0, adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8,
+        max_steps=args.steps * updates, logging_steps=1, save_strategy="no", report_to="none",
+        shuffle_dataset=False, seed=args.seed, disable_dropout=True, dataloader_num_workers=0,
+    )
+    begins: list[float] = []
+    ends: list[float] = []
+    generations: list[dict[str, float]] = []
+
+    class Clock(TrainerCallback):
+        def on_step_begin(self, *a: object, **k: object) -> None:
+            begins.append(_clock())
+
+        def on_step_end(self, *a: object, **k: object) -> None:
+            ends.append(_clock())
+
+    trainer = GRPOTrainer(model=model, reward_funcs=em_reward, args=config, train_dataset=dataset,
+                          processing_class=tokenizer, callbacks=[Clock()])
+    generate = trainer._generate
+
+    def timed_generate(*a: Any, **k: Any) -> Any:
+        start = _clock()
+        out = generate(*a, **k)
+        wall = _clock() - start
+        completion_ids = out[1]
+        tokens = sum(map(len, completion_ids))
+        generations.append({"wall": wall, "tokens": tokens, "rows": len(completion_ids)})
+        return out
+
+    trainer._generate = timed_generate
+    torch.cuda.reset_peak_memory_stats()
+    try:
+        trainer.train()
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    assert len(generations) == args.steps and len(begins) == len(ends) == args.steps * updates, (
+        len(generations), len(begins), len(ends))
+    steps = []
+    for i in range(args.steps):
+        wall = ends[(i + 1) * updates - 1] - begins[i * updates]
+        g = generations[i]
+        steps.append({"wall": wall, "rollout_wall": g["wall"], "update_wall": wall - g["wall"],
+                      "rollout_tok_s": g["tokens"] / g["wall"], "completion_tokens_mean": g["tokens"] / g["rows"]})
+    return {"framework": "trl", "trl_version": __import__("trl").__version__, "steps": steps, **_peak_gb()}
+
+
+def host_info(device: str) -> dict[str, str]:
+    import torch
+
+    index = torch.device(device).index or 0
+    props = torch.cuda.get_device_properties(index)
+    driver = "unknown"
+    try:
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=30).stdout.split("\n")[0].strip() or driver
+    except (OSError, subprocess.SubprocessError):
+        pass
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"gpu": f"{props.name}, {props.total_memory / 2**30:.0f} GiB, sm_{props.major}{props.minor}",
+            "driver": driver, "cuda": str(torch.version.cuda), "torch": torch.__version__,
+            "cpu": f"{cpu}, {os.cpu_count()} cores", "python": sys.version.split()[0]}
+
+
+def _spread(results: list[dict], key: str) -> tuple[float, float, float]:
+    """Median, min and max of `key` over the steps after each process's warm-up step."""
+    values = [s[key] for r in results for s in r["steps"][1:]]
+    if not values:
+        return float("nan"), float("nan"), float("nan")
+    return statistics.median(values), min(values), max(values)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(ARCHITECTURES), help="architectures (default: %(default)s)")
+    parser.add_argument("--steps", type=int, default=3, help="RL steps per process (the first is warm-up)")
+    parser.add_argument("--rounds", type=int, default=2, help="alternate searchrl and TRL processes this many times")
+    parser.add_argument("--batch-size", type=int, default=8, help="questions per step B")
+    parser.add_argument("--group-size", type=int, default=8, help="completions per question G")
+    parser.add_argument("--mini-batch-size", type=int, default=16, help="completions per optimiser update")
+    parser.add_argument("--micro-batch-size", type=int, default=8, help="completions per forward/backward")
+    parser.add_argument("--max-tokens", type=int, default=128, help="tokens per completion (every one runs to it)")
+    parser.add_argument("--lr", type=float, default=1e-6)
+    parser.add_argument("--bf16", type=int, choices=(0, 1), default=1, help="bf16 autocast over fp32 weights")
+    parser.add_argument("--gradient-checkpointing", type=int, choices=(0, 1), default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cuda", help="cuda or cuda:N")
+    parser.add_argument("--only", choices=("searchrl", "trl"), default=None)
+    parser.add_argument("--json", default=None, help="write the results here")
+    parser.add_argument("--worker", choices=("searchrl", "trl"), default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--model-dir", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        os.environ[key] = "1"
+    message = no_cuda_message()
+    if message:
+        print(message, file=sys.stderr)
+        return 2
+    if (args.batch_size * args.group_size) % args.mini_batch_size or args.mini_batch_size % args.micro_batch_size:
+        parser.error("B·G must be a multiple of --mini-batch-size, and that a multiple of --micro-batch-size")
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in models if m not in ARCHITECTURES]
+    if unknown:
+        parser.error(f"--models: {unknown} unknown; known: {', '.join(ARCHITECTURES)}")
+
+    if args.worker:
+        result = (worker_searchrl if args.worker == "searchrl" else worker_trl)(args)
+        print("RESULT " + json.dumps(result))
+        return 0
+
+    trl_installed = importlib.util.find_spec("trl") is not None
+    names = [n for n in ("searchrl", "trl") if args.only in (None, n) and (n != "trl" or trl_installed)]
+    worker_args = ["--steps", str(args.steps), "--batch-size", str(args.batch_size), "--group-size",
+                   str(args.group_size), "--mini-batch-size", str(args.mini_batch_size), "--micro-batch-size",
+                   str(args.micro_batch_size), "--max-tokens", str(args.max_tokens), "--lr", str(args.lr),
+                   "--bf16", str(args.bf16), "--gradient-checkpointing", str(args.gradient_checkpointing),
+                   "--seed", str(args.seed), "--device", args.device]
+    from searchrl.models import resolve_device
+
+    device = resolve_device(args.device, key="--device")
+    if device.type != "cuda":
+        parser.error(f"--device {args.device}: this benchmark measures a GPU; pass cuda or cuda:N")
+    host = host_info(str(device))
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    if device.index is not None:  # both workers see that one GPU only, as "cuda" (TRL's accelerator takes cuda:0)
+        visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+        env["CUDA_VISIBLE_DEVICES"] = visible[device.index] if visible else str(device.index)
+    worker_args[worker_args.index("--device") + 1] = "cuda"
+    work = Path(tempfile.mkdtemp(prefix="bench_gpu_models_"))
+    results: dict[str, dict[str, list[dict]]] = {}
+    try:
+        for arch in models:
+            print(f"{arch}: building random weights ...", file=sys.stderr, flush=True)
+            folder = build_random_model(arch, work / arch, args.seed)
+            results[arch] = {n: [] for n in names}
+            for round_index in range(args.rounds):
+                for name in names:
+                    print(f"{arch} round {round_index + 1}/{args.rounds}: {name} ({args.steps} steps) ...",
+                          file=sys.stderr, flush=True)
+                    proc = subprocess.run([sys.executable, __file__, "--worker", name, "--model-dir", str(folder),
+                                           *worker_args], capture_output=True, text=True, env=env)
+                    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+                    if proc.returncode != 0 or line is None:
+                        print(proc.stderr[-6000:], file=sys.stderr)
+                        raise SystemExit(f"{name} worker failed on {arch} (exit {proc.returncode})")
+                    result = json.loads(line[len("RESULT "):])
+                    result["load_average"] = os.getloadavg()[0]
+                    results[arch][name].append(result)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(f"GPU {host['gpu']}, driver {host['driver']}, CUDA {host['cuda']}, torch {host['torch']}; CPU {host['cpu']}")
+    print(f"B={args.batch_size} G={args.group_size} mini={args.mini_batch_size} micro={args.micro_batch_size}, "
+          f"{args.max_tokens} tokens per completion, bf16={bool(args.bf16)}, "
+          f"grad-ckpt={bool(args.gradient_checkpointing)}, {args.rounds} rounds x {args.steps} steps "
+          "(median [min, max] over the steps after each process's first)")
+    summary: dict[str, dict[str, Any]] = {}
+    header = (f"{'model':<13} {'framework':<9} {'step s':>22} {'rollout tok/s':>24} {'update s':>22} "
+              f"{'tokens':>6} {'peak GB':>7}")
+    print(header)
+    for arch, by_name in results.items():
+        summary[arch] = {}
+        for name in ("searchrl", "trl"):
+            rs = by_name.get(name)
+            if not rs:
+                installed = name != "trl" or trl_installed
+                why = "not run" if installed else "not installed (pip install 'searchrl[bench]')"
+                print(f"{arch:<13} {name:<9} {why}")
+                summary[arch][name] = why
+                continue
+            row = {key: _spread(rs, key) for key in ("wall", "rollout_tok_s", "update_wall", "completion_tokens_mean")}
+            row["peak_allocated_gb"] = max(r["peak_allocated_gb"] for r in rs)
+            summary[arch][name] = row
+            cell = lambda v, f: f"{v[0]:{f}} [{v[1]:{f}}, {v[2]:{f}}]"  # noqa: E731
+            print(f"{arch:<13} {name:<9} {cell(row['wall'], '.2f'):>22} {cell(row['rollout_tok_s'], '.0f'):>24} "
+                  f"{cell(row['update_wall'], '.2f'):>22} {row['completion_tokens_mean'][0]:>6.1f} "
+                  f"{row['peak_allocated_gb']:>7.2f}")
+        pair = summary[arch]
+        if isinstance(pair.get("searchrl"), dict) and isinstance(pair.get("trl"), dict):
+            s, t = pair["searchrl"], pair["trl"]
+            ratio = lambda key: s[key][0] / t[key][0]  # noqa: E731
+            print(f"{arch:<13} searchrl / TRL: step {ratio('wall'):.2f}x, rollout tok/s {ratio('rollout_tok_s'):.2f}x, "
+                  f"update {ratio('update_wall'):.2f}x, peak memory "
+                  f"{s['peak_allocated_gb'] / t['peak_allocated_gb']:.2f}x")
+    if args.json:
+        path = Path(args.json)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps({"host": host, "args": vars(args), "summary": summary, "results": results},
+                                  indent=2) + "\n")
+        os.replace(tmp, path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""The native trainer on one CUDA GPU: RL steps, CPU/CUDA log-prob agreement, token-exact rollouts, kill and resume,
+and checkpoints that move between devices. Run with `pytest -m gpu` on a machine with a GPU; elsewhere every test
+here is skipped with the reason. The CPU side of the same code (settings, errors, checkpoint mapping) is tested in
+tests/test_device.py on every machine.
+
+Tolerances, stated once: fp32 log-probs of the same model and batch agree within 1e-4 between CPU and CUDA (the
+kernels sum in different orders); with bf16 autocast on CUDA, within 5e-2 of the fp32 CPU values. Cached decoding on
+CUDA matches a full forward within 1e-3 (greedy tokens exactly). A kill and resume on CUDA replays the same
+rows within 1e-4 under deterministic kernels.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from test_rollout_hf import EchoRetriever, _full_logprobs, _prompts, _run_session
+from test_train import REPO, _tiny_batch, _wait_rows, rows_without_time, same, tiny_model, tiny_overrides  # noqa: F401
+
+from searchrl.training.config import load_config
+from searchrl.training.logger import read_jsonl
+
+_WHY = (f"needs a CUDA GPU: torch {torch.__version__} " + ("is a CPU-only build" if torch.version.cuda is None
+        else "sees none (check nvidia-smi and CUDA_VISIBLE_DEVICES)"))
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason=_WHY)]
+
+CUDA = torch.device("cuda")
+
+
+def _tiny_run(model, run, **extra):
+    return load_config("demo", tiny_overrides(model, run, train__device="cuda", log__samples_every=0, **extra))
+
+
+@pytest.mark.parametrize("variant", ["full", "lora_bf16_base"])
+def test_a_tiny_model_trains_rl_steps_on_cuda(tiny_model, tmp_path, monkeypatch, variant):
+    from searchrl.models import load_policy, module_device
+    from searchrl.training import loop
+
+    seen = []
+    real_step = loop.rl_step
+
+    def recording_step(t, step):
+        seen.append((module_device(t.model).type, t.backend.pack_weights))
+        return real_step(t, step)
+
+    monkeypatch.setattr(loop, "rl_step", recording_step)
+    extra = {"algorithm__kl_coef": 0.01, "train__lr": 1e-3}  # a KL reference on the GPU too
+    if variant == "lora_bf16_base":
+        extra |= {"model__lora__enabled": "true", "model__lora__r": 4, "model__dtype": "bfloat16"}
+    run = tmp_path / "run"
+    summary = loop.train(_tiny_run(tiny_model, run, **extra), console=False)
+    rows = read_jsonl(run / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2, 3] and summary["steps"] == 3
+    assert seen == [("cuda", False)] * 3  # and no oneDNN packing off the CPU
+    assert torch.cuda.max_memory_allocated() > 0
+    for row in rows:
+        for key in ("actor/loss", "actor/grad_norm", "actor/kl_ref", "actor/is_ratio_mean", "diag/sampler_logprob_gap"):
+            assert math.isfinite(row[key]), (key, row[key])
+        assert row["actor/nonfinite_skips"] == 0
+    assert rows[-1]["actor/kl_ref"] > 0
+    weights = load_file(str(run / "checkpoints" / "step_000003" / "weights.safetensors"))
+    assert all(w.device.type == "cpu" for w in weights.values())  # saved device-agnostic
+    load_policy(run / "final_model")
+
+
+def test_cpu_and_cuda_log_probs_of_the_same_model_and_batch_agree(tiny_model):
+    from searchrl.training.batching import token_logprobs
+    from searchrl.training.policy import autocast
+
+    model, batch = _tiny_batch(tiny_model)
+    cpu_lp, cpu_ent = token_logprobs(model, batch, with_entropy=True)
+    gpu_model = copy.deepcopy(model).to(CUDA)
+    gpu_lp, gpu_ent = token_logprobs(gpu_model, batch.to(CUDA), with_entropy=True)
+    assert gpu_lp.device.type == "cuda"
+    mask = batch.response_mask > 0
+    assert (cpu_lp[mask] != 0).all()
+    torch.testing.assert_close(gpu_lp.cpu(), cpu_lp, rtol=0, atol=1e-4)
+    torch.testing.assert_close(gpu_ent.cpu(), cpu_ent, rtol=0, atol=1e-4)
+    with autocast(True, CUDA):
+        bf16_lp, _ = token_logprobs(gpu_model, batch.to(CUDA))
+    torch.testing.assert_close(bf16_lp.cpu(), cpu_lp, rtol=0, atol=5e-2)
+
+
+@pytest.fixture(scope="module")
+def tiny_on_cuda(tmp_path_factory):
+    from searchrl.models import build_tiny_random_model, load_policy
+
+    path = build_tiny_random_model(tmp_path_factory.mktemp("tiny_gpu") / "m", initializer_range=0.5, seed=3)
+    return load_policy(path, device=CUDA)
+
+
+def test_cached_decoding_on_cuda_equals_a_full_re_encode(tiny_on_cuda):
+    model, tok = tiny_on_cuda
+    seqs, sampled, gens = _run_session(model, tok, _prompts(tok), greedy=True, prefill_tokens=24, max_batch_size=3)
+    assert all(g.finish == "length" for g in gens)
+    for row, seq in enumerate(seqs):
+        full = _full_logprobs(model, seq)
+        for position, token, logprob in sampled[row]:
+            assert int(full[position - 1].argmax()) == token
+            assert abs(float(full[position - 1, token]) - logprob) < 1e-3
+    reference, _, _ = _run_session(model, tok, _prompts(tok), greedy=True)
+    assert reference == seqs  # batching and prefill chunking change nothing
+
+
+def test_the_engine_on_cuda_is_token_exact_and_seeded(tiny_on_cuda):
+    from searchrl.data import Question
+    from searchrl.protocol import ProtocolConfig
+    from searchrl.rollout import HFBackend, RolloutConfig, RolloutEngine
+
+    model, tok = tiny_on_cuda
+    questions = [Question("1", "who wrote hamlet", ["Shakespeare"], "nq"),
+                 Question("2", "capital of peru", ["Lima"], "nq")]
+    cfg = RolloutConfig(max_turns=2, max_turn_tokens=10, temperature=0.8, seed=7)
+    engine = RolloutEngine(HFBackend(model, tok), tok, EchoRetriever(), ProtocolConfig(), cfg)
+    trajs = engine.run(questions, group_size=2)
+    for traj in trajs:
+        assert tok.decode(traj.response_ids) == "".join(
+            t.text + o for t, o in zip(traj.turns, traj.extras["observations"]))
+        full = _full_logprobs(model, traj.prompt_ids + traj.response_ids, temperature=0.8)
+        for k, (mask, logprob) in enumerate(zip(traj.response_mask, traj.sampling_logprobs)):
+            if mask:
+                assert abs(float(full[len(traj.prompt_ids) + k - 1, traj.response_ids[k]]) - logprob) < 1e-3
+    again = RolloutEngine(HFBackend(model, tok), tok, EchoRetriever(), ProtocolConfig(), cfg).run(questions, 2)
+    assert [t.response_ids for t in again] == [t.response_ids for t in trajs]
+
+
+_DETERMINISTIC_TRAIN = (
+    "import sys, torch; torch.use_deterministic_algorithms(True, warn_only=True); "
+    "from searchrl.cli import main; sys.exit(main(['train', '--quiet', *sys.argv[1:]]))"
+)
+
+
+def _cuda_train_process(args: list[str]) -> subprocess.Popen:
+    """`searchrl train` in a subprocess with deterministic CUDA kernels (cuBLAS needs its workspace setting)."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", CUBLAS_WORKSPACE_CONFIG=":4096:8")
+    return subprocess.Popen([sys.executable, "-c", _DETERMINISTIC_TRAIN, *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_kill_and_resume_on_cuda_replays_the_same_steps(tiny_model, tmp_path):
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    # Steps of the tiny model take well under a second on a GPU: 8 of them, so that the kill lands mid-run.
+    base = dict(train__steps=8, checkpoint__every=2, log__samples_every=0, log__tensorboard="false",
+                train__device="cuda")
+    ref = _cuda_train_process(tiny_overrides(tiny_model, straight, **base))
+    assert ref.wait(timeout=600) == 0, ref.stderr.read()
+    victim = _cuda_train_process(tiny_overrides(tiny_model, killed, **base))
+    _wait_rows(killed / "metrics.jsonl", 3, victim)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    from searchrl.training.checkpoint import latest_checkpoint
+
+    assert not (killed / "summary.json").exists(), "the run finished before the kill: nothing was resumed"
+    assert latest_checkpoint(killed) is not None
+    resumed = _cuda_train_process(["--resume", str(killed)])
+    assert resumed.wait(timeout=600) == 0, resumed.stderr.read()
+    a, b = rows_without_time(straight / "metrics.jsonl"), rows_without_time(killed / "metrics.jsonl")
+    assert [r["step"] for r in b] == list(range(1, 9))
+    for row_a, row_b in zip(a, b, strict=True):
+        assert row_a.keys() == row_b.keys()
+        for key in row_a:
+            if not same(row_a[key], row_b[key]):
+                assert row_a[key] == pytest.approx(row_b[key], rel=1e-4, abs=1e-4), (row_a["step"], key)
+    wa = load_file(str(straight / "checkpoints" / "step_000008" / "weights.safetensors"))
+    wb = load_file(str(killed / "checkpoints" / "step_000008" / "weights.safetensors"))
+    assert wa.keys() == wb.keys()
+    for name in wa:
+        torch.testing.assert_close(wa[name], wb[name], rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize(("first", "then"), [("cuda", "cpu"), ("cpu", "cuda")])
+def test_a_run_saved_on_one_device_resumes_on_the_other(tiny_model, tmp_path, first, then):
+    from searchrl.cli import main as cli_main
+
+    run = tmp_path / "run"
+    args = tiny_overrides(tiny_model, run, train__steps=2, log__samples_every=0, train__device=first)
+    assert cli_main(["train", "--quiet", *args]) == 0
+    assert cli_main(["train", "--quiet", "--resume", str(run), "train.steps=3", f"train.device={then}"]) == 0
+    rows = read_jsonl(run / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2, 3] and math.isfinite(rows[-1]["actor/loss"])
+    state = load_file(str(run / "checkpoints" / "step_000003" / "weights.safetensors"))
+    before = load_file(str(run / "checkpoints" / "step_000002" / "weights.safetensors"))
+    assert state.keys() == before.keys()
