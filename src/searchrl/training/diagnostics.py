@@ -18,7 +18,7 @@ How the trainer uses them, once per step (keys and meanings: docs/metrics.md):
                                turn_kind=kind_mb, entropy=ent_mb, clip_low=eps_low, clip_high=eps_high)
              for each mini-batch update]
     row |= average_diagnostics(parts)
-    row["diag/grad_norm"], row["diag/sapo_active"], row["diag/llds_active"], row["diag/nonfinite_count"] = ...
+    row["diag/sapo_active"], row["diag/llds_active"], row["diag/nonfinite_count"] = ...
 
 Conventions, shared by every function:
 - Shapes: `(B, T)` for per-token tensors (response tokens only, right-padded), `(B,)` per trajectory.
@@ -423,9 +423,7 @@ def calibadv_diagnostics(
 CALIBADV_DIAGNOSTIC_KEYS: tuple[str, ...] = ("diag/calibadv_soft_penalised_share", "diag/calibadv_empty_silver_share")
 
 # Keys the trainer or the objective provides (documented in docs/metrics.md), named here once.
-TRAINER_DIAGNOSTIC_KEYS: tuple[str, ...] = (
-    "diag/grad_norm", "diag/sapo_active", "diag/llds_active", "diag/nonfinite_count",
-)
+TRAINER_DIAGNOSTIC_KEYS: tuple[str, ...] = ("diag/sapo_active", "diag/llds_active", "diag/nonfinite_count")
 
 ALL_DIAGNOSTIC_KEYS: tuple[str, ...] = (
     TOKEN_DIAGNOSTIC_KEYS + ROLLOUT_DIAGNOSTIC_KEYS + CALIBADV_DIAGNOSTIC_KEYS + TRAINER_DIAGNOSTIC_KEYS

@@ -180,13 +180,13 @@ class RunLogger:
         for key, label in (
             ("reward/mean", "reward"),
             ("actor/pg_loss", "loss"),
-            ("actor/is_ratio_mean", "ratio"),
-            ("actor/clip_frac", "clip"),
-            ("actor/entropy", "ent"),
+            ("diag/is_ratio_mean", "ratio"),
+            ("diag/clip_frac", "clip"),
+            ("diag/entropy", "ent"),
             ("actor/grad_norm", "gnorm"),
-            ("env/searches_mean", "searches"),
-            ("env/format_valid", "format"),
-            ("response/length_mean", "len"),
+            ("diag/searches_mean", "searches"),
+            ("diag/format_valid", "format"),
+            ("diag/response_length_mean", "len"),
         ):
             if key in row:
                 parts.append(f"{label} {_fmt(row[key])}")

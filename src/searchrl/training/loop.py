@@ -43,12 +43,18 @@ from typing import Any
 
 import torch
 
-from searchrl.algorithms import AdvantageBatch, PolicyBatch
+from searchrl.algorithms import AdvantageBatch, PolicyBatch, silver_turn_scores
 from searchrl.errors import SearchRLError
 from searchrl.rewards import score_trajectories
 from searchrl.rollout.types import Trajectory
-from searchrl.training.batching import LowerBlockCache, TokenBatch, collate, token_logprobs
-from searchrl.training.diagnostics import token_diagnostics, turn_kind_from_mask
+from searchrl.training.batching import LowerBlockCache, TokenBatch, collate, pad_per_token, token_logprobs
+from searchrl.training.diagnostics import (
+    average_diagnostics,
+    calibadv_diagnostics,
+    rollout_diagnostics,
+    token_diagnostics,
+    turn_kind_from_mask,
+)
 from searchrl.training.policy import autocast, trainable_layers, trainable_parameters
 from searchrl.training.trainer import (
     StopTraining,
@@ -58,9 +64,7 @@ from searchrl.training.trainer import (
     install_sigint,
     paired_gain,
     print_summary,
-    step_metrics,
     step_seed,
-    turn_scores_by_group,
     write_samples,
 )
 
@@ -79,144 +83,301 @@ class StepOutput:
     nonfinite_skips: int
 
 
-def rl_step(t: Any, step: int) -> StepOutput:
-    """One rollout batch and its optimiser updates; `t` is the `Trainer` (model, objective, optimiser, ...)."""
+def rl_step(t: Trainer, step: int) -> StepOutput:
+    """One rollout batch and its optimiser updates (the module docstring's steps 1–6, in order)."""
     cfg = t.cfg
     start = time.perf_counter()
 
-    # 1. Rollouts: B questions × G samples; the group id of a sample is its question's uid.
+    # 1–2. Rollouts (B questions × G samples) and their rewards, as tensors on the training device.
+    rollout = collect_rollouts(t, step)
+    rollout_s = time.perf_counter() - start
+
+    # 3. Advantages from the configured estimator.                                                        [ALGO]
+    turn_scores = (turn_scores_by_group(rollout.trajectories, rollout.group_ids)
+                   if t.objective.needs_turn_scores else None)
+    advantages = t.objective.advantages(
+        AdvantageBatch(rollout.rewards, rollout.group_ids, rollout.loss_mask, turn_scores)
+    )  # (N, T)
+
+    # 4. Old (behaviour) log-probs, and the reference model's for the KL term; no gradient.
+    t.status("old log-probs")
+    plan = minibatch_plan(len(rollout.trajectories), cfg, step)
+    forward = PolicyForward(t, rollout.batch)
+    old_log_probs = BehaviourLogProbs(forward, rollout.loss_mask, plan)
+    ref_log_probs = reference_log_probs(t, forward, plan) if t.objective.needs_ref else None
+    answer_mask = t.answer_mask(rollout.trajectories, rollout.batch) if t.objective.needs_answer_mask else None
+
+    # 5. Several optimiser updates per rollout batch. From the first one on, Ctrl-C finishes the step.
+    t.status("update")
+    update_start = time.perf_counter()
+    with t.updating():
+        updates = update_policy(t, rollout, plan, forward, advantages, old_log_probs, ref_log_probs, answer_mask)
+    update_s = time.perf_counter() - update_start
+
+    # 6. Metrics and diagnostics (docs/metrics.md): every key, every step; NaN when not applicable.
+    metrics = step_metrics(t, rollout, advantages, old_log_probs.values, turn_scores, updates)
+    metrics["time/rollout_s"] = rollout_s
+    metrics["time/update_s"] = update_s
+    metrics["time/step_s"] = time.perf_counter() - start
+    return StepOutput(metrics, rollout.trajectories, updates.skips)
+
+
+@dataclass
+class Rollout:
+    """A step's scored trajectories and their tensors on the training device."""
+
+    trajectories: list[Trajectory]
+    batch: TokenBatch  # prompt + response ids, right-padded (batching.collate)
+    loss_mask: torch.Tensor  # (N, T): 1 on sampled tokens of usable trajectories
+    rewards: torch.Tensor  # (N,)
+    group_ids: list[str]  # the question's uid; trajectories kept out of the loss get a group of their own
+
+
+def collect_rollouts(t: Trainer, step: int) -> Rollout:
+    """B questions × G samples (the group id of a sample is its question's uid), scored. Trajectories whose
+    retrieval failed are scored but kept out of the loss and of group statistics."""
+    cfg = t.cfg
     t.status("rollout")
     questions = t.sampler.batch(step)
     t.model.eval()
     trajectories = t.engine.run(questions, cfg.train.group_size, seed=step_seed(cfg.seed, step, "rollout"))
-    rollout_s = time.perf_counter() - start
-
-    # 2. Rewards. Trajectories whose retrieval failed are scored but kept out of the loss and of group statistics.
-    #    From here on every tensor lives on the model's device (train.device).
     score_trajectories(trajectories, cfg.reward)
-    device = t.device
     usable_rows = [tr.finish_reason != "retrieval_error" for tr in trajectories]
-    usable = torch.tensor(usable_rows, dtype=torch.float32, device=device)
+    usable = torch.tensor(usable_rows, dtype=torch.float32, device=t.device)
     group_ids = [tr.group_id if ok else f"excluded:{i}" for i, (tr, ok) in enumerate(zip(trajectories, usable_rows))]
-    batch = collate(trajectories, t.pad_id).to(device)
-    loss_mask = batch.response_mask * usable[:, None]  # (N, T): 1 on sampled tokens of usable trajectories
-    rewards = torch.tensor([tr.reward for tr in trajectories], dtype=torch.float32, device=device)  # (N,)
+    batch = collate(trajectories, t.pad_id).to(t.device)
+    rewards = torch.tensor([tr.reward for tr in trajectories], dtype=torch.float32, device=t.device)
+    return Rollout(trajectories, batch, batch.response_mask * usable[:, None], rewards, group_ids)
 
-    # 3. Advantages from the configured estimator.                                                        [ALGO]
-    turn_scores = turn_scores_by_group(trajectories, group_ids) if t.objective.needs_turn_scores else None
-    advantages = t.objective.advantages(AdvantageBatch(rewards, group_ids, loss_mask, turn_scores))  # (N, T)
 
-    # 4. Old (behaviour) log-probs, and reference log-probs for the KL term, in the micro-batches the first
-    #    epoch will use: the first update then sees ratio = 1 exactly (same shapes, same kernels). The first
-    #    update's own forward gives its rows' old log-probs (the weights have not moved yet), so they are not
-    #    computed twice, unless dropout makes a training forward differ from this one. Each row's first forward
-    #    also records what the frozen lower blocks (train.train_layers) output for it; later forwards start above.
-    t.status("old log-probs")
-    temperature = 1.0 if cfg.rollout.greedy else cfg.rollout.temperature  # π = softmax(logits / T), as sampled
-    plan = minibatch_plan(len(trajectories), cfg, step)
-    reuse_first_forward = not has_dropout(t.model)
-    lower = LowerBlockCache(t.model, enabled=reuse_first_forward)
-    chunk = cfg.train.logprob_chunk_size
-    old_log_probs = torch.zeros_like(loss_mask)  # (N, T)
-    ref_log_probs = torch.zeros_like(loss_mask) if t.objective.needs_ref else None
-    with torch.no_grad():
-        for micro_index, micro in enumerate(m for mini in plan[0] for m in mini):
-            from_first_update = reuse_first_forward and micro_index < len(plan[0][0])
-            if from_first_update and ref_log_probs is None:
-                continue
-            sub = _sub_batch(batch, micro)
-            with autocast(cfg.train.bf16, device):
-                if not from_first_update:
-                    lp, _ = lower.token_logprobs(micro, sub, chunk_size=chunk, temperature=temperature)
-                    _scatter(old_log_probs, micro, lp)
-                if ref_log_probs is not None:
-                    with t.reference() as ref_model:
-                        ref_lp, _ = token_logprobs(ref_model or t.model, sub, chunk_size=chunk, temperature=temperature)
-                    _scatter(ref_log_probs, micro, ref_lp)
-    answer_mask = t.answer_mask(trajectories, batch) if t.objective.needs_answer_mask else None
+class PolicyForward:
+    """Token log-probs (and entropies) of micro-batches of the step's rows under the current policy, at the
+    sampling temperature (π = softmax(logits / T), as sampled), in `train.bf16` autocast on the training device.
 
-    # 5. Several optimiser updates per rollout batch (mini-batches of trajectories, micro-batch accumulation).
-    t.status("update")
-    update_start = time.perf_counter()
+    Each row's first forward records what the frozen lower blocks (`train.train_layers`) output for it; later
+    forwards of the step start above them (`LowerBlockCache`), unless dropout makes forwards differ.
+    """
+
+    def __init__(self, t: Trainer, batch: TokenBatch) -> None:
+        cfg = t.cfg
+        self.model, self.batch, self.device = t.model, batch, t.device
+        self.bf16, self.chunk = cfg.train.bf16, cfg.train.logprob_chunk_size
+        self.temperature = 1.0 if cfg.rollout.greedy else cfg.rollout.temperature
+        self.deterministic = not has_dropout(t.model)
+        self.lower = LowerBlockCache(t.model, enabled=self.deterministic)
+
+    def __call__(self, rows: Sequence[int], *, with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        sub = _sub_batch(self.batch, rows)
+        with autocast(self.bf16, self.device):
+            return self.lower.token_logprobs(rows, sub, chunk_size=self.chunk, with_entropy=with_entropy,
+                                             temperature=self.temperature)
+
+    def of_model(self, model: torch.nn.Module, rows: Sequence[int]) -> torch.Tensor:
+        """Log-probs of `rows` under another model (the frozen reference), same precision and temperature."""
+        with autocast(self.bf16, self.device):
+            log_probs, _ = token_logprobs(model, _sub_batch(self.batch, rows), chunk_size=self.chunk,
+                                          temperature=self.temperature)
+        return log_probs
+
+
+class BehaviourLogProbs:
+    """log π_old (N, T) of the step's trajectories: the policy before this step's first update.
+
+    Computed in the micro-batches of the first epoch, so the first update sees ratio = 1 exactly (same shapes,
+    same kernels). Optimisation: the rows the first update trains on are not forwarded here; that update's own
+    forward runs before any weight moves, so :meth:`take` keeps its log-probs as π_old. Not when dropout makes a
+    training forward differ from this one (then every row is forwarded here).
+    """
+
+    def __init__(self, forward: PolicyForward, loss_mask: torch.Tensor, plan: list[list[list[list[int]]]]) -> None:
+        self.values = torch.zeros_like(loss_mask)
+        self.pending: set[int] = set()
+        first_update = plan[0][0]
+        with torch.no_grad():
+            for mini in plan[0]:
+                for micro in mini:
+                    trains = bool(loss_mask[torch.tensor(micro, device=loss_mask.device)].sum() > 0)
+                    if forward.deterministic and mini is first_update and trains:
+                        self.pending.update(micro)  # filled by the first update's forward
+                        continue
+                    log_probs, _ = forward(micro)
+                    _scatter(self.values, micro, log_probs)
+
+    def take(self, rows: Sequence[int], log_probs: torch.Tensor) -> torch.Tensor:
+        """log π_old of `rows` (b, T_rows); rows still pending take `log_probs`, the first update's forward."""
+        if self.pending.intersection(rows):
+            _scatter(self.values, rows, log_probs.detach())
+            self.pending.difference_update(rows)
+        return self.values[torch.tensor(list(rows), device=self.values.device), : log_probs.shape[1]]
+
+
+def reference_log_probs(t: Trainer, forward: PolicyForward, plan: list[list[list[list[int]]]]) -> torch.Tensor:
+    """log π_ref (N, T) of the step's trajectories under the frozen reference model, for the KL term."""
+    values = torch.zeros_like(forward.batch.response_mask, dtype=torch.float32)
+    with torch.no_grad(), t.reference() as ref_model:
+        for micro in (m for mini in plan[0] for m in mini):
+            _scatter(values, micro, forward.of_model(ref_model or t.model, micro))
+    return values
+
+
+@dataclass
+class Updates:
+    """What the optimiser updates of a step recorded, for the step's metrics."""
+
+    loss_metrics: list[dict[str, float]]  # Objective.loss metrics, one dict per micro-batch
+    token_diags: list[dict[str, Any]]  # diagnostics.token_diagnostics, one dict per micro-batch
+    grad_norms: list[float]  # one per update
+    skips: int  # updates skipped for a non-finite loss or gradient
+    count: int  # updates attempted
+
+
+def update_policy(
+    t: Trainer, rollout: Rollout, plan: list[list[list[list[int]]]], forward: PolicyForward,
+    advantages: torch.Tensor, old_log_probs: BehaviourLogProbs, ref_log_probs: torch.Tensor | None,
+    answer_mask: torch.Tensor | None,
+) -> Updates:
+    """`ppo_epochs` × (N / mini_batch_size) optimiser updates, each accumulating the gradient of its
+    micro-batches' loss; an update whose loss or gradient is not finite is skipped (the weights stay)."""
+    cfg = t.cfg
     t.model.train()
-    t.abortable = False  # from the first update on, Ctrl-C finishes the step before saving
-    micro_metrics: list[dict[str, float]] = []
-    token_diags: list[dict[str, Any]] = []
-    grad_norms: list[float] = []
-    skips = 0
-    update_index = 0
+    record = Updates([], [], [], 0, 0)
     for epoch in plan:
         for mini in epoch:
             t.optimizer.zero_grad(set_to_none=True)
             losses_finite = True
             for micro in mini:
-                rows = torch.tensor(micro, device=device)
-                sub = _sub_batch(batch, micro)
-                T = sub.response_ids.shape[1]
-                mask = loss_mask[rows, :T]
-                if mask.sum() == 0:  # nothing to learn from (all observation tokens or excluded trajectories)
-                    if update_index == 0 and reuse_first_forward:  # still the behaviour log-probs, for diagnostics
-                        with torch.no_grad(), autocast(cfg.train.bf16, device):
-                            lp, _ = lower.token_logprobs(micro, sub, chunk_size=chunk, temperature=temperature)
-                        _scatter(old_log_probs, micro, lp)
+                rows = torch.tensor(micro, device=t.device)
+                if rollout.loss_mask[rows].sum() == 0:  # nothing to learn (observation tokens or excluded rows)
                     continue
-                with autocast(cfg.train.bf16, device):
-                    log_probs, entropy = lower.token_logprobs(
-                        micro, sub, chunk_size=chunk, with_entropy=True, temperature=temperature
-                    )
-                if update_index == 0 and reuse_first_forward:
-                    _scatter(old_log_probs, micro, log_probs.detach())  # the behaviour policy's log-probs
+                log_probs, entropy = forward(micro, with_entropy=True)
+                width = log_probs.shape[1]
+                mask = rollout.loss_mask[rows, :width]
+                old = old_log_probs.take(micro, log_probs)
                 policy_batch = PolicyBatch(  # [ALGO]
                     log_probs=log_probs,
-                    old_log_probs=old_log_probs[rows, :T],
-                    advantages=advantages[rows, :T],
+                    old_log_probs=old,
+                    advantages=advantages[rows, :width],
                     response_mask=mask,
-                    ref_log_probs=ref_log_probs[rows, :T] if ref_log_probs is not None else None,
+                    ref_log_probs=ref_log_probs[rows, :width] if ref_log_probs is not None else None,
                     entropy=entropy,
-                    answer_mask=answer_mask[rows, :T] if answer_mask is not None else None,
+                    answer_mask=answer_mask[rows, :width] if answer_mask is not None else None,
                 )
                 loss, terms = t.objective.loss(policy_batch)  # base loss + penalties + KL − entropy  [ALGO]
-                if cfg.train.debug_inject_nan_step == step:
-                    loss = loss * NAN  # testing hook: non-finite losses must be skipped, logged, rolled back
                 losses_finite &= bool(torch.isfinite(loss))
                 (loss / cfg.derived.grad_accum_steps).backward()
-                micro_metrics.append({k: float(v) for k, v in terms.items()})
-                token_diags.append(
-                    token_diagnostics(
-                        log_probs=log_probs.detach(),
-                        old_log_probs=old_log_probs[rows, :T],
-                        advantages=advantages[rows, :T],
-                        response_mask=mask,
-                        turn_kind=turn_kind_from_mask(mask),
-                        entropy=entropy.detach(),
-                        clip_low=t.clip_low,
-                        clip_high=t.clip_high,
-                    )
-                )
+                record.loss_metrics.append({k: float(v) for k, v in terms.items()})
+                record.token_diags.append(token_diagnostics(
+                    log_probs=log_probs.detach(), old_log_probs=old, advantages=advantages[rows, :width],
+                    response_mask=mask, turn_kind=turn_kind_from_mask(mask), entropy=entropy.detach(),
+                    clip_low=t.clip_low, clip_high=t.clip_high,
+                ))
             grad_norm = torch.nn.utils.clip_grad_norm_(
                 trainable_parameters(t.model), cfg.train.max_grad_norm or float("inf")
             )
-            grad_norms.append(float(grad_norm))
+            record.grad_norms.append(float(grad_norm))
             if losses_finite and math.isfinite(float(grad_norm)):
                 t.optimizer.step()
                 t.state.nonfinite_streak = 0
-            else:  # a non-finite loss or gradient: skip this update, keep the weights
+            else:
                 t.optimizer.zero_grad(set_to_none=True)
-                skips += 1
+                record.skips += 1
                 t.state.nonfinite_streak += 1
-            update_index += 1
-    update_s = time.perf_counter() - update_start
-
-    # 6. Metrics and diagnostics (docs/metrics.md): every key, every step; NaN when not applicable.
-    metrics = step_metrics(t, trajectories, batch, loss_mask, rewards, advantages, old_log_probs, group_ids,
-                            turn_scores, micro_metrics, token_diags, grad_norms, skips, update_index)
-    metrics["time/rollout_s"] = rollout_s
-    metrics["time/update_s"] = update_s
-    metrics["time/step_s"] = time.perf_counter() - start
-    return StepOutput(metrics, trajectories, skips)
+            record.count += 1
+    return record
 
 
 # ============================================================================================ step helpers
+
+
+def turn_scores_by_group(trajectories: Sequence[Trajectory], group_ids: Sequence[str]) -> list[list[float]]:
+    """CalibAdv's per-search-turn correctness scores, computed group by group (`silver_turn_scores`)."""
+    scores: list[list[float]] = [[] for _ in trajectories]
+    groups: dict[str, list[int]] = {}
+    for i, gid in enumerate(group_ids):
+        groups.setdefault(gid, []).append(i)
+    for rows in groups.values():
+        members = [trajectories[i] for i in rows]
+        searches = [[turn for turn in tr.turns if turn.query is not None] for tr in members]
+        group_scores = silver_turn_scores(
+            [[turn.doc_ids for turn in s] for s in searches],
+            [[turn.think for turn in s] for s in searches],
+            [float(tr.extras.get("f1", 0.0)) for tr in members],
+            [bool(tr.extras.get("format_valid", False)) for tr in members],
+        )
+        for i, row_scores in zip(rows, group_scores):
+            scores[i] = list(row_scores)
+    return scores
+
+
+def _mean(values: Sequence[float]) -> float:
+    finite = [v for v in values if not math.isnan(v)]
+    return sum(finite) / len(finite) if finite else NAN
+
+
+def step_metrics(
+    t: Trainer, rollout: Rollout, advantages: torch.Tensor, old_log_probs: torch.Tensor,
+    turn_scores: list[list[float]] | None, updates: Updates,
+) -> dict[str, float]:
+    """The step's row of metrics.jsonl (docs/metrics.md), every documented key present, each computed once:
+    the loss's own values under `actor/`, statistics of the ratio, clipping, entropy, likelihood and behaviour
+    under `diag/` (searchrl.training.diagnostics)."""
+    trajectories, loss_mask, rewards = rollout.trajectories, rollout.loss_mask, rollout.rewards
+    n = len(trajectories)
+    extras = [tr.extras for tr in trajectories]
+    per_micro = lambda key: [mm.get(key, NAN) for mm in updates.loss_metrics]  # noqa: E731
+    m: dict[str, float] = {}
+    m["reward/mean"] = float(rewards.mean()) if n else NAN
+    m["reward/std"] = float(rewards.std()) if n > 1 else NAN
+    m["actor/loss"] = _mean(per_micro("loss"))
+    # As the official SAPO code logs it: the base loss plus the weighted penalty terms.
+    m["actor/pg_loss"] = _mean([a + b for a, b in zip(per_micro("pg_loss"), per_micro("penalty"))])
+    penalty_names = [name for name, _ in t.penalties]
+    m["actor/penalty"] = (
+        _mean([sum(mm.get(f"penalty/{p}", NAN) for p in penalty_names) for mm in updates.loss_metrics])
+        if penalty_names else NAN
+    )
+    m["actor/kl_ref"] = _mean(per_micro("kl_ref"))
+    m["actor/ppo_kl"] = _mean(per_micro("ppo_kl"))
+    m["actor/grad_norm"] = _mean(updates.grad_norms)
+    m["actor/lr"] = t.current_lr
+    m["actor/updates"] = float(updates.count)
+    m["actor/nonfinite_skips"] = float(updates.skips)
+    m["env/em"] = sum(float(x.get("em", 0.0)) for x in extras) / n
+    m["env/f1"] = sum(float(x.get("f1", 0.0)) for x in extras) / n
+    m["env/answered"] = sum(tr.answer is not None for tr in trajectories) / n
+    m["env/retrieval_errors"] = float(sum(tr.finish_reason == "retrieval_error" for tr in trajectories))
+    m["response/sampled_length_mean"] = sum(sum(tr.response_mask) for tr in trajectories) / n
+
+    # Diagnostics: token-level ones averaged over the micro-batches of all updates, rollout-level ones once.
+    diag = average_diagnostics(updates.token_diags) if updates.token_diags else {}
+    for key in t.diag_keys:
+        m[key] = float(diag.get(key, NAN))
+    sampling = pad_per_token([tr.sampling_logprobs for tr in trajectories], old_log_probs.shape[1])
+    sampling = sampling.to(old_log_probs.device)  # one copy to the training device, not one per trajectory
+    m.update(
+        rollout_diagnostics(
+            old_log_probs=old_log_probs, response_mask=loss_mask, advantages=advantages, rewards=rewards,
+            format_valid=[bool(x.get("format_valid", False)) for x in extras],
+            num_searches=[tr.num_searches for tr in trajectories],
+            response_lengths=[len(tr.response_ids) for tr in trajectories],
+            turn_kind=turn_kind_from_mask(loss_mask), group_ids=list(rollout.group_ids), sampling_log_probs=sampling,
+        )
+    )
+    seq_adv = (advantages * loss_mask).sum(-1) / loss_mask.sum(-1).clamp(min=1)  # (N,)
+    m.update(
+        calibadv_diagnostics(
+            turn_scores=turn_scores, advantages_seq=seq_adv, group_ids=list(rollout.group_ids),
+            rewards_f1=[float(x.get("f1", 0.0)) for x in extras],
+            format_valid=[bool(x.get("format_valid", False)) for x in extras],
+        )
+    )
+    for name in t.all_penalty_names:
+        m[f"diag/{name}_active"] = _mean([mm.get(f"penalty/{name}_active", NAN) for mm in updates.loss_metrics])
+    m["diag/nonfinite_count"] = float(
+        sum(not math.isfinite(mm.get("loss", 0.0)) for mm in updates.loss_metrics)
+        + sum(not math.isfinite(g) for g in updates.grad_norms)
+    )
+    return m
 
 
 def minibatch_plan(n: int, cfg: Any, step: int) -> list[list[list[list[int]]]]:

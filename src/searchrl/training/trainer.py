@@ -4,7 +4,6 @@
   monitor, logger) and the services the loop calls (learning rate, validation, the KL reference).
 - `TrainerState`: everything besides weights and optimiser that a checkpoint restores.
 - `QuestionSampler`: seeded epoch-wise question batches addressed by step (the data cursor).
-- `step_metrics`: the step's row of metrics.jsonl (docs/metrics.md), with the diagnostics module's keys.
 - run summary helpers: samples files, the paired-bootstrap RL gain, the final table.
 """
 
@@ -13,23 +12,17 @@ from __future__ import annotations
 import math
 import random
 import signal
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from searchrl.algorithms import silver_turn_scores
 from searchrl.errors import SearchRLError
 from searchrl.rollout.types import Trajectory
-from searchrl.training.batching import TokenBatch, pad_per_token
-from searchrl.training.diagnostics import (
-    average_diagnostics,
-    calibadv_diagnostics,
-    rollout_diagnostics,
-    turn_kind_from_mask,
-)
+from searchrl.training.batching import TokenBatch
 
 NAN = float("nan")
 
@@ -37,115 +30,6 @@ NAN = float("nan")
 def step_seed(seed: int, step: int, purpose: str) -> int:
     """A 31-bit seed that depends only on (run seed, step, purpose): resumed steps replay exactly."""
     return random.Random(f"{seed}:{step}:{purpose}").getrandbits(31)
-
-
-def turn_scores_by_group(trajectories: Sequence[Trajectory], group_ids: Sequence[str]) -> list[list[float]]:
-    """CalibAdv's per-search-turn correctness scores, computed group by group (`silver_turn_scores`)."""
-    scores: list[list[float]] = [[] for _ in trajectories]
-    groups: dict[str, list[int]] = {}
-    for i, gid in enumerate(group_ids):
-        groups.setdefault(gid, []).append(i)
-    for rows in groups.values():
-        members = [trajectories[i] for i in rows]
-        searches = [[turn for turn in tr.turns if turn.query is not None] for tr in members]
-        group_scores = silver_turn_scores(
-            [[turn.doc_ids for turn in s] for s in searches],
-            [[turn.think for turn in s] for s in searches],
-            [float(tr.extras.get("f1", 0.0)) for tr in members],
-            [bool(tr.extras.get("format_valid", False)) for tr in members],
-        )
-        for i, row_scores in zip(rows, group_scores):
-            scores[i] = list(row_scores)
-    return scores
-
-
-def _mean(values: Sequence[float]) -> float:
-    finite = [v for v in values if not math.isnan(v)]
-    return sum(finite) / len(finite) if finite else NAN
-
-
-def step_metrics(
-    t: Any,
-    trajectories: Sequence[Trajectory],
-    batch: TokenBatch,
-    loss_mask: torch.Tensor,
-    rewards: torch.Tensor,
-    advantages: torch.Tensor,
-    old_log_probs: torch.Tensor,
-    group_ids: Sequence[str],
-    turn_scores: list[list[float]] | None,
-    micro_metrics: list[dict[str, float]],
-    token_diags: list[dict[str, Any]],
-    grad_norms: list[float],
-    skips: int,
-    updates: int,
-) -> dict[str, float]:
-    """The step's row of metrics.jsonl (docs/metrics.md), every documented key present."""
-    n = len(trajectories)
-    extras = [tr.extras for tr in trajectories]
-    m: dict[str, float] = {}
-    m["reward/mean"] = float(rewards.mean()) if n else NAN
-    m["reward/std"] = float(rewards.std()) if n > 1 else NAN
-    per_micro = lambda key: [mm.get(key, NAN) for mm in micro_metrics]  # noqa: E731
-    penalty_names = [name for name, _ in t.penalties]
-    m["actor/loss"] = _mean(per_micro("loss"))
-    # As the official SAPO code logs it: the base loss plus the weighted penalty terms.
-    m["actor/pg_loss"] = _mean([a + b for a, b in zip(per_micro("pg_loss"), per_micro("penalty"))])
-    m["actor/penalty"] = (
-        _mean([sum(mm.get(f"penalty/{p}", NAN) for p in penalty_names) for mm in micro_metrics]) if penalty_names else NAN
-    )
-    m["actor/kl_ref"] = _mean(per_micro("kl_ref"))
-    m["actor/is_ratio_mean"] = _mean(per_micro("is_ratio_mean"))
-    mins = [v for v in per_micro("is_ratio_min") if not math.isnan(v)]
-    m["actor/is_ratio_min"] = min(mins) if mins else NAN
-    m["actor/clip_frac"] = _mean(per_micro("clip_frac"))
-    m["actor/ppo_kl"] = _mean(per_micro("ppo_kl"))
-    m["actor/entropy"] = _mean(per_micro("entropy"))
-    m["actor/grad_norm"] = _mean(grad_norms)
-    m["actor/lr"] = t.current_lr
-    m["actor/updates"] = float(updates)
-    m["actor/nonfinite_skips"] = float(skips)
-    m["env/searches_mean"] = sum(tr.num_searches for tr in trajectories) / n
-    m["env/format_valid"] = sum(bool(x.get("format_valid", False)) for x in extras) / n
-    m["env/em"] = sum(float(x.get("em", 0.0)) for x in extras) / n
-    m["env/f1"] = sum(float(x.get("f1", 0.0)) for x in extras) / n
-    m["env/answered"] = sum(tr.answer is not None for tr in trajectories) / n
-    m["env/retrieval_errors"] = float(sum(tr.finish_reason == "retrieval_error" for tr in trajectories))
-    m["response/length_mean"] = sum(len(tr.response_ids) for tr in trajectories) / n
-    m["response/sampled_length_mean"] = sum(sum(tr.response_mask) for tr in trajectories) / n
-
-    # Diagnostics: token-level ones averaged over the micro-batches of all updates, rollout-level ones once.
-    diag = average_diagnostics(token_diags) if token_diags else {}
-    for key in t.diag_keys:
-        m[key] = float(diag.get(key, NAN))
-    turn_kind = turn_kind_from_mask(loss_mask)
-    sampling = pad_per_token([tr.sampling_logprobs for tr in trajectories], old_log_probs.shape[1])
-    sampling = sampling.to(old_log_probs.device)  # one copy to the training device, not one per trajectory
-    m.update(
-        rollout_diagnostics(
-            old_log_probs=old_log_probs, response_mask=loss_mask, advantages=advantages, rewards=rewards,
-            format_valid=[bool(x.get("format_valid", False)) for x in extras],
-            num_searches=[tr.num_searches for tr in trajectories],
-            response_lengths=[len(tr.response_ids) for tr in trajectories],
-            turn_kind=turn_kind, group_ids=list(group_ids), sampling_log_probs=sampling,
-        )
-    )
-    seq_adv = (advantages * loss_mask).sum(-1) / loss_mask.sum(-1).clamp(min=1)  # (N,)
-    m.update(
-        calibadv_diagnostics(
-            turn_scores=turn_scores, advantages_seq=seq_adv, group_ids=list(group_ids),
-            rewards_f1=[float(x.get("f1", 0.0)) for x in extras],
-            format_valid=[bool(x.get("format_valid", False)) for x in extras],
-        )
-    )
-    m["diag/grad_norm"] = m["actor/grad_norm"]
-    for name in t.all_penalty_names:
-        active = _mean([mm.get(f"penalty/{name}_active", NAN) for mm in micro_metrics])
-        m[f"diag/{name}_active"] = active
-    m["diag/nonfinite_count"] = float(
-        sum(not math.isfinite(mm.get("loss", 0.0)) for mm in micro_metrics) + sum(not math.isfinite(g) for g in grad_norms)
-    )
-    return m
 
 
 @dataclass
@@ -319,6 +203,14 @@ class Trainer:
                     p.requires_grad_(False)
 
     # -- small services used by rl_step ------------------------------------------------------------
+
+    @contextmanager
+    def updating(self) -> Iterator[None]:
+        """The optimiser updates of a step. Before them a Ctrl-C aborts the step (the live weights are still the
+        last checkpoint's); from the first update on, it finishes the step and saves. The flag stays down after
+        the updates: the weights are no longer the last checkpoint's until the step is saved or recorded."""
+        self.abortable = False
+        yield
 
     def status(self, text: str) -> None:
         self.logger.status(f"step {self.state.step + 1}: {text}")
