@@ -205,7 +205,8 @@ def test_config_from_dict_merges_validates_and_round_trips() -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"on_collapse": "panic"}, "train.monitor.on_collapse: 'panic' is not allowed; allowed: warn, rollback, stop"),
+        ({"on_collapse": "panic"},
+         "train.monitor.on_collapse: 'panic' is not allowed; allowed values: warn, rollback, stop"),
         ({"rollback_lr_factor": 2}, "train.monitor.rollback_lr_factor: must be in (0, 1]"),
         ({"max_rollbacks": -1}, "train.monitor.max_rollbacks: must be >= 0"),
         ({"colour": 1}, "train.monitor.colour: unknown key; allowed keys:"),
@@ -213,9 +214,9 @@ def test_config_from_dict_merges_validates_and_round_trips() -> None:
         ({"rules": {"clip_spike": {"patince": 2}}}, "train.monitor.rules.clip_spike.patince: unknown key"),
         ({"rules": {"clip_spike": {"patience": "many"}}}, "rules.clip_spike.patience: expected an integer"),
         ({"rules": {"reward_drop": {"threshold": 1.5}}}, "rules.reward_drop.threshold: a drop_from_best factor"),
-        ({"rules": {"mine": {"metric": "x", "threshold": 1}}}, "rules.mine: a new rule needs kind"),
+        ({"rules": {"mine": {"metric": "x", "threshold": 1}}}, "rules.mine: a new entry needs kind"),
         ({"rules": {"mine": {"kind": "sideways", "metric": "x", "threshold": 1}}}, "rules.mine.kind: 'sideways'"),
-        ({"rules": {"mine": False}}, "rules.mine: unknown rule cannot be disabled"),
+        ({"rules": {"mine": False}}, "rules.mine: only an existing entry can be switched off"),
         ({"rules": {"clip_spike": {"action": "explode"}}}, "rules.clip_spike.action: 'explode' is not allowed"),
     ],
 )

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--protocol-preset", default="search_r1", help="searchrl protocol preset (default search_r1)")
     args = parser.parse_args(argv)
     try:
-        protocol = ProtocolConfig.preset(args.protocol_preset)
+        protocol = ProtocolConfig.from_dict({"preset": args.protocol_preset})
         for split, spec in (("train", args.train), ("test", args.test)):
             records = rows(spec, split, protocol)
             write_parquet(records, Path(args.out) / f"{split}.parquet")

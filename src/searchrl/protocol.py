@@ -17,14 +17,14 @@ Differences from Search-R1, on purpose:
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from searchrl.errors import ConfigError
+from searchrl.errors import ConfigError, SettingError
 from searchrl.retrieval.base import Hit, render_hits
+from searchrl.settings import build, check, setting
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -58,46 +58,51 @@ _THINK_RE = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 
 @dataclass(frozen=True)
 class ProtocolConfig:
-    """How a question becomes the prompt the policy sees.
+    """How a question becomes the prompt the policy sees (config section `protocol`; `preset: NAME` starts from one
+    of `PROTOCOL_PRESETS`)."""
 
-    - `instruction`: the user message; `{question}` is replaced by the question (stripped, `?` appended if
-      missing, as Search-R1 does). Default: Search-R1's instruction, verbatim.
-    - `use_chat_template`: apply the tokenizer's chat template with the instruction as one user message and
-      `add_generation_prompt=True`. `None` (default) does what Search-R1's dataset does: use the chat template when
-      the tokenizer has one, raw text otherwise.
-    - `system_message`: a system message for the chat template (`None`: the template's own default, if any).
-    - `few_shot_question` / `few_shot_response`: an optional worked example, given as a previous user/assistant
-      exchange (chat template) or as the same text followed by a blank line (raw text).
-    - `assistant_prefix`: text placed at the start of the assistant reply (e.g. `"<search>"`); its tokens are part
-      of the prompt, but the text parsed for the first action (and checked for format) starts with it.
-    """
-
-    instruction: str = SEARCH_R1_INSTRUCTION
-    use_chat_template: bool | None = None
-    system_message: str | None = None
-    few_shot_question: str | None = None
-    few_shot_response: str | None = None
-    assistant_prefix: str = ""
+    instruction: str = setting(
+        SEARCH_R1_INSTRUCTION,
+        "the user message; `{question}` is replaced by the question (stripped, `?` appended if missing, as "
+        "Search-R1 does). Default: Search-R1's instruction, verbatim.",
+    )
+    use_chat_template: bool | None = setting(
+        None,
+        "apply the tokenizer's chat template with the instruction as one user message and "
+        "`add_generation_prompt=True`. `None` (default) does what Search-R1's dataset does: use the chat template when "
+        "the tokenizer has one, raw text otherwise.",
+    )
+    system_message: str | None = setting(
+        None, "a system message for the chat template (`None`: the template's own default, if any)."
+    )
+    few_shot_question: str | None = setting(
+        None,
+        "question of an optional worked example (with few_shot_response), given as a previous user/assistant "
+        "exchange (chat template) or as the same text followed by a blank line (raw text).",
+    )
+    few_shot_response: str | None = setting(None, "the worked example's answer (with few_shot_question).")
+    assistant_prefix: str = setting(
+        "",
+        "text placed at the start of the assistant reply (e.g. `\"<search>\"`); its tokens are part of the prompt, "
+        "but the text parsed for the first action (and checked for format) starts with it.",
+    )
 
     def __post_init__(self) -> None:
+        check(self, "protocol")
         if "{question}" not in self.instruction:
-            raise ConfigError("protocol.instruction must contain the placeholder {question}")
+            raise SettingError("instruction", "must contain the placeholder {question}", "protocol")
         if (self.few_shot_question is None) != (self.few_shot_response is None):
-            raise ConfigError("protocol.few_shot_question and protocol.few_shot_response must be given together")
+            raise SettingError("", "few_shot_question and few_shot_response must be given together", "protocol")
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any], *, where: str = "protocol") -> ProtocolConfig:
-        """Build from a YAML mapping; `preset: NAME` starts from a preset. Unknown keys are a ConfigError."""
-        values = dict(values)
-        base = cls.preset(values.pop("preset")) if "preset" in values else cls()
-        return _replace_checked(base, values, where)
+    def from_dict(cls, values: Mapping[str, Any] | None, *, where: str = "protocol") -> ProtocolConfig:
+        """From plain data (YAML, verl's config); see `searchrl.settings.build`."""
+        return build(cls, values, where)
 
     @classmethod
-    def preset(cls, name: str) -> ProtocolConfig:
-        """A named protocol: one of `PROTOCOL_PRESETS`."""
-        if name not in PROTOCOL_PRESETS:
-            raise ConfigError(f"protocol.preset: unknown preset {name!r}; choose one of {sorted(PROTOCOL_PRESETS)}")
-        return PROTOCOL_PRESETS[name]
+    def presets(cls) -> dict[str, ProtocolConfig]:
+        """The named protocols a `preset:` key may start from."""
+        return PROTOCOL_PRESETS
 
 
 PROTOCOL_PRESETS: dict[str, ProtocolConfig] = {
@@ -108,15 +113,6 @@ PROTOCOL_PRESETS: dict[str, ProtocolConfig] = {
     # Search-R1's prompt with the reply opened by `<think>` (CalibAdv's `prepend_think_token`, first turn).
     "search_r1_prefill_think": ProtocolConfig(assistant_prefix="<think>"),
 }
-
-
-def _replace_checked(obj: Any, values: Mapping[str, Any], where: str) -> Any:
-    """`dataclasses.replace` with an error that names the unknown key and lists the known ones."""
-    names = {f.name for f in dataclasses.fields(obj)}
-    unknown = sorted(set(values) - names)
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key; known keys are {sorted(names)}")
-    return dataclasses.replace(obj, **values)
 
 
 def format_question(question: str) -> str:

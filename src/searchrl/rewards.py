@@ -12,12 +12,12 @@ Where we differ from Search-R1, on purpose:
 - `<think>` is optional before each action (Search-R1's state machine requires it);
 - more than `max_answer_tags` (10) `<answer>` tags scores 0 (verl's search-R1-like reward divides by 4 instead).
 
-This module depends on the standard library only; trajectories are read duck-typed (see `score_trajectory`).
+This module depends on the standard library (and `searchrl.settings`) only; trajectories are read duck-typed (see
+`score_trajectory`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import string
 from collections import Counter
@@ -25,7 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from searchrl.errors import ConfigError
+from searchrl.errors import SettingError
+from searchrl.settings import build, check, setting
 
 if TYPE_CHECKING:
     from searchrl.rollout.types import Trajectory
@@ -147,32 +148,24 @@ def answer_in_retrieval(retrieved: Trajectory | Iterable[str], golds: str | Iter
 
 @dataclass(frozen=True)
 class RewardConfig:
-    """How a trajectory is scored. All shaping terms default to 0 (pure answer metric).
+    """How a trajectory is scored (config section `reward`). All shaping terms default to 0 (pure answer metric);
+    the Search-R1 v0.3 weights are `RewardConfig.search_r1_v03()`, or `preset: search_r1_v03`."""
 
-    - `metric`: "em" (Search-R1) or "f1" (SAPO, CalibAdv).
-    - `format_score`: Search-R1 v0.3 `structure_format_score` (0.2 there).
-    - `final_format_score`: Search-R1 v0.3 score of a wrong answer in an invalid format (0.1 there).
-    - `retrieval_score`: Search-R1 v0.3 bonus when a gold answer was retrieved (0.0 there).
-    - `max_answer_tags`: more `<answer>` tags than this in the model text scores 0 (anti-spam).
-    The v0.3 weights: `RewardConfig.search_r1_v03()`.
-    """
-
-    metric: str = "em"
-    format_score: float = 0.0
-    final_format_score: float = 0.0
-    retrieval_score: float = 0.0
-    max_answer_tags: int = 10
+    metric: str = setting("em", "\"em\" (Search-R1) or \"f1\" (SAPO, CalibAdv).", choices=METRICS)
+    format_score: float = setting(0.0, "Search-R1 v0.3 `structure_format_score` (0.2 there).", ge=0, le=1)
+    final_format_score: float = setting(
+        0.0, "Search-R1 v0.3 score of a wrong answer in an invalid format (0.1 there).", ge=0, le=1
+    )
+    retrieval_score: float = setting(
+        0.0, "Search-R1 v0.3 bonus when a gold answer was retrieved (0.0 there).", ge=0, le=1
+    )
+    max_answer_tags: int = setting(10, "more `<answer>` tags than this in the model text scores 0 (anti-spam).")
 
     def __post_init__(self) -> None:
-        if self.metric not in METRICS:
-            raise ConfigError(f"reward.metric: {self.metric!r} is not one of {list(METRICS)}")
-        for name in ("format_score", "final_format_score", "retrieval_score"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ConfigError(f"reward.{name}: {value} is outside [0, 1]")
+        check(self, "reward")
         if self.format_score + self.retrieval_score > 1.0 or self.format_score + self.final_format_score > 1.0:
-            raise ConfigError(
-                "reward: format_score + retrieval_score and format_score + final_format_score must each be <= 1"
+            raise SettingError(
+                "", "format_score + retrieval_score and format_score + final_format_score must each be <= 1", "reward"
             )
 
     @classmethod
@@ -181,18 +174,14 @@ class RewardConfig:
         return cls(metric=metric, format_score=0.2, final_format_score=0.1, retrieval_score=0.0)
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any], *, where: str = "reward") -> RewardConfig:
-        """Build from a YAML mapping; `preset: search_r1_v03` starts from the v0.3 weights."""
-        values = dict(values)
-        preset = values.pop("preset", None)
-        if preset not in (None, "search_r1_v03"):
-            raise ConfigError(f"{where}.preset: unknown preset {preset!r}; choose 'search_r1_v03' or leave it out")
-        base = cls.search_r1_v03() if preset else cls()
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - names)
-        if unknown:
-            raise ConfigError(f"{where}.{unknown[0]}: unknown key; known keys are {sorted(names)}")
-        return dataclasses.replace(base, **values)
+    def presets(cls) -> dict[str, RewardConfig]:
+        """The named weightings a `preset:` key may start from."""
+        return {"search_r1_v03": cls.search_r1_v03()}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any] | None, *, where: str = "reward") -> RewardConfig:
+        """From plain data (YAML, verl's `reward_kwargs`); see `searchrl.settings.build`."""
+        return build(cls, values, where)
 
 
 def shaped_reward(

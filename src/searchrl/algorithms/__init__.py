@@ -54,12 +54,12 @@ from searchrl.algorithms.objective import (
     metric_keys,
     register_algorithm,
 )
-from searchrl.algorithms.params import NoParams, ParamError, check_params, knob
 from searchrl.algorithms.registry import (
     REQUIREMENTS,
     ROLES,
     AdvantageBatch,
     AdvantageEstimatorEntry,
+    NoParams,
     PolicyBatch,
     PolicyLossEntry,
     UnknownNameError,
@@ -71,6 +71,10 @@ from searchrl.algorithms.registry import (
     register_policy_loss,
     unregister,
 )
+
+# The names earlier docs gave `searchrl.settings.setting` and `check`, kept for params classes written with them.
+from searchrl.settings import check as check_params
+from searchrl.settings import setting as knob
 
 del _builtin
 
@@ -93,7 +97,6 @@ __all__ = [
     "Objective",
     "ObjectiveSettings",
     "PPOClipParams",
-    "ParamError",
     "PolicyBatch",
     "PolicyLossEntry",
     "SAPOParams",

@@ -13,13 +13,14 @@ from torch import Tensor
 from searchrl.algorithms import losses
 from searchrl.algorithms.advantages import calibadv_advantages, grpo_advantages
 from searchrl.algorithms.losses import LLDS_GATES, PENALTY_NORMALIZATIONS, Term
-from searchrl.algorithms.params import NoParams, check_params, knob
 from searchrl.algorithms.registry import (
     AdvantageBatch,
+    NoParams,
     PolicyBatch,
     register_advantage_estimator,
     register_policy_loss,
 )
+from searchrl.settings import check, setting
 
 # ---------------------------------------------------------------------------------------------- params
 
@@ -28,38 +29,38 @@ from searchrl.algorithms.registry import (
 class PPOClipParams:
     """PPO clip bounds; ε_low = ε_high = 0.2 (Search-R1), DAPO's clip-higher sets ε_high = 0.28."""
 
-    clip_low: float = knob(0.2, help="ε_low: the ratio is clipped below at 1 − ε_low", ge=0.0, lt=1.0)
-    clip_high: float = knob(0.2, help="ε_high: the ratio is clipped above at 1 + ε_high", ge=0.0)
+    clip_low: float = setting(0.2, help="ε_low: the ratio is clipped below at 1 − ε_low", ge=0.0, lt=1.0)
+    clip_high: float = setting(0.2, help="ε_high: the ratio is clipped above at 1 + ε_high", ge=0.0)
 
     def __post_init__(self) -> None:
-        check_params(self)
+        check(self)
 
 
 @dataclass(frozen=True)
 class GSPOParams:
     """GSPO clip bounds on the sequence-level ratio (GSPO paper §5.1: 3e-4 and 4e-4)."""
 
-    clip_low: float = knob(3e-4, help="ε_low on the sequence ratio s_i", ge=0.0, lt=1.0)
-    clip_high: float = knob(4e-4, help="ε_high on the sequence ratio s_i", ge=0.0)
+    clip_low: float = setting(3e-4, help="ε_low on the sequence ratio s_i", ge=0.0, lt=1.0)
+    clip_high: float = setting(4e-4, help="ε_high on the sequence ratio s_i", ge=0.0)
 
     def __post_init__(self) -> None:
-        check_params(self)
+        check(self)
 
 
 @dataclass(frozen=True)
 class SAPOParams:
     """SAPO (Search Agent Policy Optimization) penalty: γ = 0.1, τ = 1.0 (SAPO paper Table 4; official code)."""
 
-    gamma: float = knob(0.1, help="γ: weight of the SAPO term in the loss", ge=0.0)
-    tau: float = knob(1.0, help="τ: tokens with importance ratio r ≤ τ are penalised", gt=0.0)
-    strict_positive: bool = knob(False, help="select trajectories with A > 0 (paper) instead of A ≥ 0 (code)")
-    normalization: str = knob(
+    gamma: float = setting(0.1, help="γ: weight of the SAPO term in the loss", ge=0.0)
+    tau: float = setting(1.0, help="τ: tokens with importance ratio r ≤ τ are penalised", gt=0.0)
+    strict_positive: bool = setting(False, help="select trajectories with A > 0 (paper) instead of A ≥ 0 (code)")
+    normalization: str = setting(
         "official", help="official: token mean over selected rows; paper: Eq. 9 per-sequence mean",
         choices=PENALTY_NORMALIZATIONS,
     )
 
     def __post_init__(self) -> None:
-        check_params(self)
+        check(self)
 
     @property
     def coef(self) -> float:
@@ -70,18 +71,18 @@ class SAPOParams:
 class LLDSParams:
     """LLDS penalty: λ = 0.2, action-level gate (LLDS paper §6; official train_grpo_nqhot.sh)."""
 
-    lam: float = knob(0.2, help="λ: weight of the LLDS term in the loss (0.3 for Qwen2.5-7B-Instruct)", ge=0.0)
-    gate: str = knob("action", help="granularity of the likelihood-decrease gate", choices=LLDS_GATES)
-    answer_weight: float = knob(
+    lam: float = setting(0.2, help="λ: weight of the LLDS term in the loss (0.3 for Qwen2.5-7B-Instruct)", ge=0.0)
+    gate: str = setting("action", help="granularity of the likelihood-decrease gate", choices=LLDS_GATES)
+    answer_weight: float = setting(
         1.0, help="LLDS-MA weight β on answer-span tokens (1.0 = off; needs answer_mask when ≠ 1)", ge=0.0
     )
-    normalization: str = knob(
+    normalization: str = setting(
         "official", help="official: divide by all masked tokens; paper: Eq. 4 mean over Y_pre",
         choices=PENALTY_NORMALIZATIONS,
     )
 
     def __post_init__(self) -> None:
-        check_params(self)
+        check(self)
 
     @property
     def coef(self) -> float:
@@ -92,21 +93,21 @@ class LLDSParams:
 class GRPOParams:
     """GRPO advantage: (R − mean_g) / (std_g + eps)."""
 
-    eps: float = knob(1e-6, help="added to the group std", gt=0.0)
+    eps: float = setting(1e-6, help="added to the group std", gt=0.0)
 
     def __post_init__(self) -> None:
-        check_params(self)
+        check(self)
 
 
 @dataclass(frozen=True)
 class CalibAdvParams:
     """CalibAdv: rebalance ratio λ = 1.0 (official train_grpo.sh ``target_ratio``)."""
 
-    rebalance_ratio: float = knob(1.0, help="λ: positive final-turn sum = negative sum / λ, per group", gt=0.0)
-    eps: float = knob(1e-6, help="added to the group std of the GRPO step", gt=0.0)
+    rebalance_ratio: float = setting(1.0, help="λ: positive final-turn sum = negative sum / λ, per group", gt=0.0)
+    eps: float = setting(1e-6, help="added to the group std of the GRPO step", gt=0.0)
 
     def __post_init__(self) -> None:
-        check_params(self)
+        check(self)
 
 
 # ---------------------------------------------------------------------------------------------- base losses

@@ -19,8 +19,9 @@ Config shape (plain dict, e.g. from YAML)::
       sapo: {gamma: 0.1, tau: 1.0}
       ppo_clip: {clip_low: 0.2, clip_high: 0.2}
 
-Every unknown key or bad value raises ValueError naming the dotted key (``algorithm.sapo.gamma``) and the
-allowed names or values, derived from the registries and the params dataclasses.
+Every unknown key or bad value raises :class:`~searchrl.errors.SettingError` (a ValueError) naming the dotted key
+(``algorithm.sapo.gamma``) and the allowed names or values, derived from the registries and the params dataclasses
+(declared with :func:`searchrl.settings.setting`, built with :func:`searchrl.settings.build`).
 """
 
 from __future__ import annotations
@@ -35,14 +36,6 @@ from torch import Tensor
 
 from searchrl.algorithms.losses import BASE_METRIC_KEYS, KL_KINDS, Term, compute_dtype, kl_penalty
 from searchrl.algorithms.masks import AGGREGATION_MODES, aggregate
-from searchrl.algorithms.params import (
-    ParamError,
-    check_params,
-    field_names,
-    knob,
-    params_from_mapping,
-    params_to_dict,
-)
 from searchrl.algorithms.registry import (
     AdvantageBatch,
     AdvantageEstimatorEntry,
@@ -53,6 +46,7 @@ from searchrl.algorithms.registry import (
     get_policy_loss,
     policy_loss_names,
 )
+from searchrl.settings import SettingError, build, check, known_keys, setting, to_dict, unknown_key
 
 _STRUCTURE_KEYS: tuple[str, ...] = ("name", "advantage_estimator", "policy_loss", "penalties")
 
@@ -61,16 +55,16 @@ _STRUCTURE_KEYS: tuple[str, ...] = ("name", "advantage_estimator", "policy_loss"
 class ObjectiveSettings:
     """Loss-level settings shared by every algorithm; defaults are Search-R1's (reference §0)."""
 
-    kl_coef: float = knob(0.001, help="β: weight of the KL-to-reference term (0 = no reference model)", ge=0.0)
-    kl_type: str = knob("low_var_kl", help="per-token KL estimator", choices=KL_KINDS)
-    entropy_coef: float = knob(0.001, help="weight of the entropy bonus (subtracted from the loss)", ge=0.0)
-    loss_agg_mode: str = knob("token-mean", help="how per-token losses are averaged", choices=AGGREGATION_MODES)
-    loss_norm_constant: float | None = knob(
+    kl_coef: float = setting(0.001, help="β: weight of the KL-to-reference term (0 = no reference model)", ge=0.0)
+    kl_type: str = setting("low_var_kl", help="per-token KL estimator", choices=KL_KINDS)
+    entropy_coef: float = setting(0.001, help="weight of the entropy bonus (subtracted from the loss)", ge=0.0)
+    loss_agg_mode: str = setting("token-mean", help="how per-token losses are averaged", choices=AGGREGATION_MODES)
+    loss_norm_constant: float | None = setting(
         None, help="Dr.GRPO constant C for seq-mean-token-sum-norm (null = padded width T)", gt=0.0
     )
 
     def __post_init__(self) -> None:
-        check_params(self)
+        check(self)
 
 
 @dataclass(frozen=True)
@@ -241,11 +235,11 @@ class Objective:
             "policy_loss": self.policy_loss.name,
             "penalties": [entry.name for entry, _ in self.penalties],
         }
-        out.update(params_to_dict(self.settings))
-        out[self.estimator.name] = params_to_dict(self.estimator_params)
-        out[self.policy_loss.name] = params_to_dict(self.policy_loss_params)
+        out.update(to_dict(self.settings))
+        out[self.estimator.name] = to_dict(self.estimator_params)
+        out[self.policy_loss.name] = to_dict(self.policy_loss_params)
         for entry, params in self.penalties:
-            out[entry.name] = params_to_dict(params)
+            out[entry.name] = to_dict(params)
         return copy.deepcopy(out)
 
     # -- computation -----------------------------------------------------------------------------------------
@@ -357,85 +351,78 @@ def _active_share(term: Term, mask: Tensor) -> Tensor:
 # ---------------------------------------------------------------------------------------------- building
 
 
-def _fail(key: str, reason: str) -> ValueError:
-    return ValueError(f"algorithm.{key}: {reason}")
-
-
-def _component_name(value: Any, key: str, known: list[str], kind: str) -> str:
+def _component_name(value: Any, key: str, known: list[str], kind: str, where: str) -> str:
     if not isinstance(value, str) or value not in known:
-        raise _fail(key, f"got {value!r}; expected one of the registered {kind}: {known}")
+        raise SettingError(key, f"got {value!r}; expected one of the registered {kind}: {known}", where)
     return value
 
 
-def build_objective(cfg: Mapping[str, Any]) -> Objective:
+def build_objective(cfg: Mapping[str, Any], *, where: str = "algorithm") -> Objective:
     """Validate the plain-dict ``algorithm:`` config and resolve it into an :class:`Objective`.
 
     Resolution order: ObjectiveSettings defaults ← the algorithm table's row for ``name`` ← ``cfg``. A
     component's knobs come from its params dataclass defaults ← the table row ← ``cfg[<component name>]``.
-    Raises ValueError naming the dotted key (``algorithm.<key>[.<field>]``) and the allowed names or values.
+    Raises SettingError (a ValueError) naming the dotted key (``<where>.<key>[.<field>]``, ``where`` being where
+    the caller's config keeps the section) and the allowed names or values.
     """
     if not isinstance(cfg, Mapping):
-        raise ValueError(f"algorithm: expected a mapping with at least `name` (one of {algorithm_names()}), "
-                         f"got {type(cfg).__name__}")
+        raise SettingError("", f"expected a mapping with at least `name` (one of {algorithm_names()}), "
+                           f"got {type(cfg).__name__}", where)
     if "name" not in cfg:
-        raise _fail("name", f"missing; set it to one of {algorithm_names()}")
+        raise SettingError("name", f"missing; set it to one of {algorithm_names()}", where)
     name = cfg["name"]
     if not isinstance(name, str) or name not in _ALGORITHMS:
-        raise _fail("name", f"got {name!r}; expected one of {algorithm_names()}")
+        raise SettingError("name", f"got {name!r}; expected one of {algorithm_names()}", where)
     spec = _ALGORITHMS[name]
 
-    setting_keys = field_names(ObjectiveSettings)
+    setting_keys = known_keys(ObjectiveSettings)
     component_keys = sorted({*policy_loss_names(), *advantage_estimator_names()})
     allowed = [*_STRUCTURE_KEYS, *setting_keys, *component_keys]
     for key in cfg:
         if key not in allowed:
-            raise _fail(str(key), f"unknown key; allowed: {allowed}")
+            raise unknown_key(str(key), allowed, where)
 
     estimator_name = _component_name(
         cfg.get("advantage_estimator", spec.advantage_estimator),
         "advantage_estimator",
         advantage_estimator_names(),
         "advantage estimators",
+        where,
     )
     loss_name = _component_name(
-        cfg.get("policy_loss", spec.policy_loss), "policy_loss", policy_loss_names("base"), "base losses"
+        cfg.get("policy_loss", spec.policy_loss), "policy_loss", policy_loss_names("base"), "base losses", where
     )
     raw_penalties = cfg.get("penalties", list(spec.penalties))
     if isinstance(raw_penalties, str) or not isinstance(raw_penalties, Sequence):
-        raise _fail("penalties", f"got {raw_penalties!r}; expected a list of {policy_loss_names('penalty')}")
+        raise SettingError(
+            "penalties", f"got {raw_penalties!r}; expected a list of {policy_loss_names('penalty')}", where
+        )
     penalty_names: list[str] = []
     for i, item in enumerate(raw_penalties):
-        _component_name(item, f"penalties[{i}]", policy_loss_names("penalty"), "penalties")
+        _component_name(item, f"penalties[{i}]", policy_loss_names("penalty"), "penalties", where)
         if item in penalty_names:
-            raise _fail(f"penalties[{i}]", f"{item!r} is listed twice")
+            raise SettingError(f"penalties[{i}]", f"{item!r} is listed twice", where)
         penalty_names.append(item)
 
     merged_settings = {**spec.settings, **{k: cfg[k] for k in setting_keys if k in cfg}}
-    try:
-        settings = ObjectiveSettings(**merged_settings)
-    except ParamError as err:
-        raise _fail(err.field, err.reason) from None
+    settings = build(ObjectiveSettings, merged_settings, where, strict=True)
 
     in_use = [estimator_name, loss_name, *penalty_names]
     for key in component_keys:
         if key in cfg and key not in in_use:
-            raise _fail(
+            raise SettingError(
                 key,
                 f"section for {key!r}, which this algorithm does not use (advantage_estimator={estimator_name!r}, "
                 f"policy_loss={loss_name!r}, penalties={penalty_names}); remove it or add {key!r} to the composition",
+                where,
             )
 
     def build_params(entry_name: str, params_cls: type) -> Any:
-        user = cfg.get(entry_name, {})
-        if user is None:
-            user = {}
-        if not isinstance(user, Mapping):
-            raise _fail(entry_name, f"expected a mapping of {field_names(params_cls)}, got {user!r}")
-        merged = {**spec.params.get(entry_name, {}), **user} if entry_name in spec.params else dict(user)
-        try:
-            return params_from_mapping(params_cls, merged)
-        except ParamError as err:
-            raise _fail(f"{entry_name}.{err.field}", err.reason) from None
+        user = cfg.get(entry_name)
+        if user is not None and not isinstance(user, Mapping):
+            raise SettingError(entry_name, f"expected a mapping of {known_keys(params_cls)}, got {user!r}", where)
+        merged = {**spec.params.get(entry_name, {}), **(user or {})}
+        return build(params_cls, merged, f"{where}.{entry_name}", strict=True)
 
     estimator = get_advantage_estimator(estimator_name)
     base = get_policy_loss(loss_name)

@@ -11,8 +11,7 @@ Example::
 
     @dataclass(frozen=True)
     class MyParams:
-        coef: float = knob(0.05, help="weight of my penalty", ge=0.0)
-        def __post_init__(self): check_params(self)
+        coef: float = setting(0.05, help="weight of my penalty", ge=0.0)   # searchrl.settings.setting
 
     @register_policy_loss("my_penalty", params=MyParams, role="penalty")
     def my_penalty(batch, params):
@@ -30,7 +29,11 @@ from typing import Any
 from torch import Tensor
 
 from searchrl.algorithms.losses import Term, check_policy_tensors
-from searchrl.algorithms.params import NoParams
+
+@dataclass(frozen=True)
+class NoParams:
+    """The params record of a component that has no knobs."""
+
 
 ROLES: tuple[str, ...] = ("base", "penalty")
 # Optional inputs a component may declare it needs; Objective checks them before calling it.

@@ -68,7 +68,7 @@ def build_protocol(args: argparse.Namespace):
     if args.template is None:
         protocol = default_protocol(args.mode)
     elif args.template in PROTOCOL_PRESETS:
-        protocol = ProtocolConfig.preset(args.template)
+        protocol = PROTOCOL_PRESETS[args.template]
     else:
         path = Path(args.template)
         if not path.is_file():

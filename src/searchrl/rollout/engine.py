@@ -25,7 +25,6 @@ an invalid turn uses one of them. Differences from Search-R1 (peers.md §1.4, "w
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -47,6 +46,7 @@ from searchrl.protocol import (
 from searchrl.rewards import extract_answer
 from searchrl.rollout.backend import FINISH_LENGTH, GenerationBackend, GenerationSession, SamplingParams
 from searchrl.rollout.types import Trajectory, Turn
+from searchrl.settings import build, check, setting
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -60,59 +60,53 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    """Rollout budgets and sampling. Defaults are Search-R1's where it has one (peers.md §1.7).
+    """Rollout budgets and sampling (config section `rollout`). Defaults are Search-R1's where it has one
+    (peers.md §1.7); Search-R1 trains at T=1 and evaluates greedily."""
 
-    - `max_turns`: generation calls before the final one (Search-R1 `max_turns` 4): at most this many searches.
-    - `max_turn_tokens`: sampled tokens per generation call (Search-R1 `max_response_length` 500).
-    - `max_response_tokens`: sampled + observation tokens of a whole trajectory; and `max_context_tokens`: prompt +
-      response. Search-R1 caps both sides at `max_prompt_length` 4096 (by cutting the context from the left);
-      here a trajectory that reaches either ends with "length".
-    - `max_obs_tokens`: tokens of one observation (Search-R1 `max_obs_length` 500); passages are cut, the
-      `<information>` wrapper is kept.
-    - `topk`: passages per search (Search-R1 `retriever.topk` 3).
-    - `temperature`, `top_p`, `top_k`, `greedy`: sampling (Search-R1 trains at T=1, evaluates greedily).
-    - `max_query_chars`: longer queries are cut (the retrieval server's limit is 4096).
-    - `retrieval_attempts`, `retrieval_backoff_s`: tries of a failing retriever call, with exponential backoff.
-    - `seed`: seeds sampling; run k of one engine uses `seed + k`, so runs differ but replay exactly.
-    """
-
-    max_turns: int = 4
-    max_turn_tokens: int = 500
-    max_response_tokens: int = 4096
-    max_context_tokens: int = 4096
-    max_obs_tokens: int = 500
-    topk: int = 3
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    greedy: bool = False
-    max_query_chars: int = 4096
-    retrieval_attempts: int = 3
-    retrieval_backoff_s: float = 0.5
-    seed: int | None = 0
+    max_turns: int = setting(
+        4, "generation calls before the final one (Search-R1 `max_turns` 4): at most this many searches.", ge=0
+    )
+    max_turn_tokens: int = setting(
+        500, "sampled tokens per generation call (Search-R1 `max_response_length` 500).", ge=1
+    )
+    max_response_tokens: int = setting(
+        4096,
+        "sampled + observation tokens of a whole trajectory. Search-R1 caps it at `max_prompt_length` 4096 (by cutting "
+        "the context from the left); here a trajectory that reaches it ends with \"length\".",
+        ge=1,
+    )
+    max_context_tokens: int = setting(
+        4096, "prompt + response tokens; a trajectory that reaches it ends with \"length\" (Search-R1: 4096).", ge=1
+    )
+    max_obs_tokens: int = setting(
+        500,
+        "tokens of one observation (Search-R1 `max_obs_length` 500); passages are cut, the `<information>` wrapper is "
+        "kept.",
+        ge=1,
+    )
+    topk: int = setting(3, "passages per search (Search-R1 `retriever.topk` 3).", ge=1)
+    temperature: float = setting(1.0, "sampling temperature (> 0 unless greedy).")
+    top_p: float = setting(1.0, "nucleus sampling mass (1.0: off).", gt=0, le=1)
+    top_k: int = setting(0, "sample among the k most likely tokens (0: off).", ge=0)
+    greedy: bool = setting(False, "take the argmax instead of sampling (evaluation).")
+    max_query_chars: int = setting(4096, "longer queries are cut (the retrieval server's limit is 4096).", ge=1)
+    retrieval_attempts: int = setting(3, "tries of a failing retriever call, with exponential backoff.", ge=1)
+    retrieval_backoff_s: float = setting(0.5, "first backoff between retriever tries, in seconds.", ge=0)
+    seed: int | None = setting(
+        0, "seeds sampling; run k of one engine uses `seed + k`, so runs differ but replay exactly."
+    )
 
     def __post_init__(self) -> None:
-        if self.max_turns < 0:
-            raise ConfigError(f"rollout.max_turns: {self.max_turns} must be >= 0")
-        for name in ("max_turn_tokens", "max_response_tokens", "max_context_tokens", "max_obs_tokens", "topk",
-                     "max_query_chars", "retrieval_attempts"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"rollout.{name}: {getattr(self, name)} must be >= 1")
-        if self.retrieval_backoff_s < 0:
-            raise ConfigError(f"rollout.retrieval_backoff_s: {self.retrieval_backoff_s} must be >= 0")
-        self.sampling(None)  # validates temperature / top_p / top_k
+        check(self, "rollout")
+        self.sampling(None)  # temperature 0 needs greedy
 
     def sampling(self, seed: int | None) -> SamplingParams:
         return SamplingParams(self.temperature, self.top_p, self.top_k, self.greedy, seed)
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any], *, where: str = "rollout") -> RolloutConfig:
-        """Build from a YAML mapping; an unknown key is a ConfigError that lists the known ones."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - names)
-        if unknown:
-            raise ConfigError(f"{where}.{unknown[0]}: unknown key; known keys are {sorted(names)}")
-        return cls(**dict(values))
+    def from_dict(cls, values: Mapping[str, Any] | None, *, where: str = "rollout") -> RolloutConfig:
+        """From plain data (YAML, verl's config); see `searchrl.settings.build`."""
+        return build(cls, values, where)
 
 
 @dataclass

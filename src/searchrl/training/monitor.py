@@ -10,7 +10,7 @@ in docs/metrics.md), and acts on `strongest_action(events)`:
   `monitor.on_rollback(step)` and continue. After `cfg.max_rollbacks` rollbacks a rollback decision
   becomes "stop".
 
-    monitor = CollapseMonitor(MonitorConfig.from_dict(cfg.monitor))   # once, at start
+    monitor = CollapseMonitor(cfg.monitor)                             # once, at start
     monitor.load_state_dict(checkpoint["monitor"])                     # on resume
     events = monitor.update(step, row)                                 # every step, after logging `row`
     append_events(run_dir / "events.jsonl", events)
@@ -33,10 +33,11 @@ import math
 import os
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from searchrl.errors import ConfigError
+from searchrl.errors import SettingError
+from searchrl.settings import build, check, setting, to_dict
 
 # Rule kinds. Each is a predicate over one metric's series; see `RuleConfig`.
 RULE_KINDS: tuple[str, ...] = ("below", "above", "above_early_median", "drop_from_best", "nonfinite")
@@ -46,7 +47,8 @@ ACTIONS: tuple[str, ...] = ("warn", "rollback", "stop")
 
 @dataclass(frozen=True)
 class RuleConfig:
-    """One collapse rule.
+    """One collapse rule. It fires once when its condition has held `patience` steps, then stays quiet until the
+    condition clears (no warning every step while collapsed).
 
     kind:
       - "below": value < threshold for `patience` consecutive observed steps.
@@ -56,25 +58,31 @@ class RuleConfig:
       - "drop_from_best": moving average over `window` steps < threshold × best moving average so far,
         after `warmup` observed steps, for `patience` consecutive steps (only once the best is > 0).
       - "nonfinite": a listed metric is NaN or ±inf, or a listed `…_count` metric is > threshold.
-    metrics: the metric keys, in order of preference; the first one present with a finite value in a
-      step's row is used (e.g. `diag/is_ratio_mean`, then the trainer's `actor/is_ratio_mean`). For
-      "nonfinite" every listed key is checked. A step where none has a finite value is not observed:
-      it neither extends nor breaks a streak (NaN means "not applicable" in the metric schema).
-    action: overrides `MonitorConfig.on_collapse` for this rule (None: use it).
-    A rule fires once when its condition has held `patience` steps, then stays quiet until the
-    condition clears (no warning every step while collapsed).
+    metrics: in order of preference; the first one present with a finite value in a step's row is used (e.g.
+      `diag/is_ratio_mean`, then the trainer's `actor/is_ratio_mean`). For "nonfinite" every listed key is
+      checked. A step where none has a finite value is not observed: it neither extends nor breaks a streak
+      (NaN means "not applicable" in the metric schema).
     """
 
-    kind: str
-    metrics: tuple[str, ...]
-    threshold: float
-    patience: int = 1
-    window: int = 1
-    warmup: int = 0
-    baseline_steps: int = 5
-    enabled: bool = True
-    action: str | None = None
-    description: str = ""
+    kind: str = setting(help="what the rule tests (see the class docstring)", choices=RULE_KINDS)
+    metrics: tuple[str, ...] = setting(help="metric keys, in order of preference", alias="metric")
+    threshold: float = setting(help="the bound, or the factor of a relative kind")
+    patience: int = setting(1, "consecutive observed steps the condition must hold", ge=1)
+    window: int = setting(1, "moving-average window (drop_from_best)", ge=1)
+    warmup: int = setting(0, "observed steps before the rule may fire (drop_from_best)", ge=0)
+    baseline_steps: int = setting(5, "observed values whose median is the baseline (above_early_median)", ge=1)
+    enabled: bool = setting(True, "false: the rule never fires")
+    action: str | None = setting(None, "overrides `monitor.on_collapse` for this rule (null: use it)", choices=ACTIONS)
+    description: str = setting("", "what the rule detects (shown in the warning)")
+
+    def __post_init__(self) -> None:
+        check(self)
+        if not self.metrics or not all(self.metrics):
+            raise SettingError("metrics", f"at least one (non-empty) metric key is needed, got {list(self.metrics)}")
+        if self.kind == "drop_from_best" and not 0.0 < self.threshold < 1.0:
+            raise SettingError("threshold", f"a drop_from_best factor must be in (0, 1), got {self.threshold}")
+        if self.kind == "above_early_median" and self.threshold <= 0.0:
+            raise SettingError("threshold", f"an above_early_median factor must be > 0, got {self.threshold}")
 
 
 def default_rules() -> dict[str, RuleConfig]:
@@ -118,190 +126,32 @@ def default_rules() -> dict[str, RuleConfig]:
 
 @dataclass(frozen=True)
 class MonitorConfig:
-    """Collapse-monitor settings (config key `monitor`; docs/metrics.md lists the rules).
+    """Collapse-monitor settings (config section `monitor`; docs/metrics.md lists the rules)."""
 
-    on_collapse: what a firing rule asks the trainer to do: "warn", "stop" or "rollback".
-    rollback_lr_factor: a rollback multiplies the learning rate by this (in (0, 1]).
-    max_rollbacks: rollbacks allowed per run; beyond it a rollback decision becomes "stop".
-    rules: rule name -> RuleConfig; `from_dict` merges user settings onto `default_rules()`.
-    """
-
-    enabled: bool = True
-    on_collapse: str = "warn"
-    rollback_lr_factor: float = 0.5
-    max_rollbacks: int = 2
-    rules: dict[str, RuleConfig] = field(default_factory=default_rules)
+    enabled: bool = setting(True, "run the collapse monitor")
+    on_collapse: str = setting(
+        "warn", "what a firing rule asks the trainer to do: \"warn\", \"stop\" or \"rollback\".", choices=ACTIONS
+    )
+    rollback_lr_factor: float = setting(0.5, "a rollback multiplies the learning rate by this (in (0, 1]).", gt=0, le=1)
+    max_rollbacks: int = setting(2, "rollbacks allowed per run; beyond it a rollback decision becomes \"stop\".", ge=0)
+    rules: dict[str, RuleConfig] = setting(
+        factory=default_rules,
+        help="rule name -> RuleConfig settings; a default rule changes only the keys given "
+        "(`monitor.rules.clip_spike.patience=5`), false switches it off, a new rule needs kind, metric(s) and "
+        "threshold",
+    )
 
     def __post_init__(self) -> None:
-        _validate_monitor(self, "monitor")
+        check(self, "monitor")
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None, *, where: str = "monitor") -> MonitorConfig:
-        """Build from a config mapping, e.g. YAML `monitor:` after dotted overrides.
-
-        Top-level keys: enabled, on_collapse, rollback_lr_factor, max_rollbacks, rules. `rules.<name>`
-        maps to RuleConfig fields; for a default rule only the fields given change (e.g.
-        `monitor.rules.clip_spike.patience=5`, `monitor.rules.entropy_blowup.enabled=false`); a new
-        rule needs `kind`, `metrics` (or `metric`) and `threshold`. Errors name the key and the allowed
-        values.
-        """
-        raw = dict(raw or {})
-        allowed = {f.name for f in fields(cls)}
-        unknown = sorted(set(raw) - allowed)
-        if unknown:
-            raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed keys: {', '.join(sorted(allowed))}")
-        rules = default_rules()
-        raw_rules = raw.pop("rules", None) or {}
-        if not isinstance(raw_rules, Mapping):
-            raise ConfigError(f"{where}.rules: expected a mapping of rule name -> settings, got {raw_rules!r}")
-        for name, spec in raw_rules.items():
-            rules[str(name)] = _rule_from_dict(spec, rules.get(str(name)), f"{where}.rules.{name}")
-        kwargs: dict[str, Any] = {"rules": rules}
-        if "enabled" in raw:
-            kwargs["enabled"] = _as_bool(raw["enabled"], f"{where}.enabled")
-        if "on_collapse" in raw:
-            kwargs["on_collapse"] = str(raw["on_collapse"])
-        if "rollback_lr_factor" in raw:
-            kwargs["rollback_lr_factor"] = _as_float(raw["rollback_lr_factor"], f"{where}.rollback_lr_factor")
-        if "max_rollbacks" in raw:
-            kwargs["max_rollbacks"] = _as_int(raw["max_rollbacks"], f"{where}.max_rollbacks")
-        defaults = {f.name: f.default for f in fields(cls) if f.name != "rules"}
-        # Validate with the caller's key prefix first, so errors name the key as the user wrote it.
-        _validate_monitor(_MonitorFields(**{**defaults, **kwargs}), where)
-        return cls(**kwargs)
+        """From plain data (YAML `monitor:` after dotted overrides); see `searchrl.settings.build`."""
+        return build(cls, raw, where)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-data form (for the run's saved config); `from_dict(to_dict())` gives an equal config."""
-        out = asdict(self)
-        for rule in out["rules"].values():
-            rule["metrics"] = list(rule["metrics"])
-        return out
-
-
-# ----------------------------------------------------------------------------------------------------
-# Validation and coercion (errors name the key)
-# ----------------------------------------------------------------------------------------------------
-
-
-def _as_bool(value: Any, key: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise ConfigError(f"{key}: expected true or false, got {value!r}")
-
-
-def _as_int(value: Any, key: str) -> int:
-    if isinstance(value, bool):
-        raise ConfigError(f"{key}: expected an integer, got {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise ConfigError(f"{key}: expected an integer, got {value!r}")
-
-
-def _as_float(value: Any, key: str) -> float:
-    if isinstance(value, bool):
-        raise ConfigError(f"{key}: expected a number, got {value!r}")
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{key}: expected a number, got {value!r}") from None
-    if not math.isfinite(out):
-        raise ConfigError(f"{key}: expected a finite number, got {value!r}")
-    return out
-
-
-def _rule_from_dict(spec: Any, base: RuleConfig | None, where: str) -> RuleConfig:
-    if spec is False or spec is None:
-        if base is None:
-            raise ConfigError(f"{where}: unknown rule cannot be disabled; known rules: {', '.join(default_rules())}")
-        return replace(base, enabled=False)
-    if not isinstance(spec, Mapping):
-        raise ConfigError(f"{where}: expected a mapping of rule settings or false, got {spec!r}")
-    spec = dict(spec)
-    if "metric" in spec:
-        if "metrics" in spec:
-            raise ConfigError(f"{where}: give either `metric` or `metrics`, not both")
-        spec["metrics"] = spec.pop("metric")
-    allowed = {f.name for f in fields(RuleConfig)}
-    unknown = sorted(set(spec) - allowed)
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed keys: metric, {', '.join(sorted(allowed))}")
-    if base is None:
-        missing = [k for k in ("kind", "metrics", "threshold") if k not in spec]
-        if missing:
-            raise ConfigError(
-                f"{where}: a new rule needs {', '.join(missing)} (known rules: {', '.join(default_rules())})"
-            )
-    values: dict[str, Any] = {} if base is None else asdict(base)
-    for key, value in spec.items():
-        k = f"{where}.{key}"
-        if key in ("patience", "window", "warmup", "baseline_steps"):
-            values[key] = _as_int(value, k)
-        elif key == "threshold":
-            values[key] = _as_float(value, k)
-        elif key == "enabled":
-            values[key] = _as_bool(value, k)
-        elif key == "metrics":
-            metrics = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, Sequence) else None
-            if not metrics or not all(isinstance(m, str) and m for m in metrics):
-                raise ConfigError(f"{k}: expected a metric key or a list of metric keys, got {value!r}")
-            values[key] = metrics
-        elif key == "action":
-            values[key] = None if value is None else str(value)
-        else:
-            values[key] = str(value)
-    values["metrics"] = tuple(values["metrics"])
-    return RuleConfig(**values)
-
-
-def _validate_rule(name: str, rule: RuleConfig, where: str) -> None:
-    if rule.kind not in RULE_KINDS:
-        raise ConfigError(f"{where}.kind: {rule.kind!r} is not a rule kind; allowed: {', '.join(RULE_KINDS)}")
-    if not rule.metrics:
-        raise ConfigError(f"{where}.metrics: at least one metric key is needed")
-    if rule.action is not None and rule.action not in ACTIONS:
-        raise ConfigError(f"{where}.action: {rule.action!r} is not allowed; allowed: {', '.join(ACTIONS)} or null")
-    for key in ("patience", "window", "baseline_steps"):
-        if getattr(rule, key) < 1:
-            raise ConfigError(f"{where}.{key}: must be >= 1, got {getattr(rule, key)}")
-    if rule.warmup < 0:
-        raise ConfigError(f"{where}.warmup: must be >= 0, got {rule.warmup}")
-    if not math.isfinite(rule.threshold):
-        raise ConfigError(f"{where}.threshold: must be finite, got {rule.threshold}")
-    if rule.kind == "drop_from_best" and not 0.0 < rule.threshold < 1.0:
-        raise ConfigError(f"{where}.threshold: a drop_from_best factor must be in (0, 1), got {rule.threshold}")
-    if rule.kind == "above_early_median" and rule.threshold <= 0.0:
-        raise ConfigError(f"{where}.threshold: an above_early_median factor must be > 0, got {rule.threshold}")
-
-
-@dataclass
-class _MonitorFields:
-    enabled: bool
-    on_collapse: str
-    rollback_lr_factor: float
-    max_rollbacks: int
-    rules: dict[str, RuleConfig]
-
-
-def _validate_monitor(cfg: MonitorConfig | _MonitorFields, where: str) -> None:
-    if cfg.on_collapse not in ACTIONS:
-        raise ConfigError(f"{where}.on_collapse: {cfg.on_collapse!r} is not allowed; allowed: {', '.join(ACTIONS)}")
-    if not 0.0 < cfg.rollback_lr_factor <= 1.0:
-        raise ConfigError(f"{where}.rollback_lr_factor: must be in (0, 1], got {cfg.rollback_lr_factor}")
-    if cfg.max_rollbacks < 0:
-        raise ConfigError(f"{where}.max_rollbacks: must be >= 0, got {cfg.max_rollbacks}")
-    for name, rule in cfg.rules.items():
-        if not isinstance(rule, RuleConfig):
-            raise ConfigError(f"{where}.rules.{name}: expected a RuleConfig, got {type(rule).__name__}")
-        _validate_rule(name, rule, f"{where}.rules.{name}")
+        """Plain data (for the run's saved config); `from_dict(to_dict())` gives an equal config."""
+        return to_dict(self)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -49,11 +49,7 @@ def calibadv_settings(config: Any) -> tuple[Any, bool]:
     soft_penalty = knobs.pop("soft_penalty", True)
     if not isinstance(soft_penalty, bool):
         raise ConfigError(f"{_WHERE}.soft_penalty: expected true or false, got {soft_penalty!r}")
-    try:
-        objective = build_objective({"name": "calibadv", "calibadv": knobs})
-    except ValueError as err:
-        # build_objective names the key algorithm.calibadv.<field>; ours lives under algorithm.searchrl
-        raise ConfigError(f"{ALGORITHM_KEY}.searchrl.{str(err).removeprefix('algorithm.')}") from None
+    objective = build_objective({"name": "calibadv", "calibadv": knobs}, where=f"{ALGORITHM_KEY}.searchrl")
     return objective, soft_penalty
 
 

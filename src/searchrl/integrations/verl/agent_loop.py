@@ -117,14 +117,12 @@ class AgentLoopSettings:
                 raise ConfigError(f"{SETTINGS_KEY}.rollout.{key}: verl decides this; set {_VERL_DECIDES[key]}")
             if key not in ENGINE_KEYS:
                 raise ConfigError(f"{SETTINGS_KEY}.rollout.{key}: unknown key; known keys are {list(ENGINE_KEYS)}")
-        try:
-            RolloutConfig.from_dict(engine, where=f"{SETTINGS_KEY}.rollout")  # validates the values
-        except ConfigError as err:  # RolloutConfig names its own fields "rollout.<field>"
-            raise ConfigError(f"{SETTINGS_KEY}.{str(err).removeprefix(SETTINGS_KEY + '.')}") from None
+        checked = RolloutConfig.from_dict(engine, where=f"{SETTINGS_KEY}.rollout")  # validates and types the values
         threads = raw.get("threads", cls.threads)
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ConfigError(f"{SETTINGS_KEY}.threads: {threads!r} must be an integer >= 1")
-        return cls(retriever=retriever, protocol=protocol, engine=dict(engine), threads=threads)
+        engine = {key: getattr(checked, key) for key in engine}
+        return cls(retriever=retriever, protocol=protocol, engine=engine, threads=threads)
 
     def rollout_config(self, prompt_length: int, response_length: int) -> RolloutConfig:
         """The engine's config: our budgets, verl's lengths; sampling is verl's (the engine's is unused)."""

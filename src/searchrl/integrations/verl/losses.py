@@ -93,10 +93,7 @@ def loss_objective(loss_name: str, config: Any) -> Any:
             )
         if not isinstance(values, dict):
             raise ConfigError(f"{where}.{name}: expected a mapping of knobs, got {values!r}")
-    try:
-        objective = build_objective({**LOSS_COMPOSITIONS[loss_name], **knobs})
-    except ValueError as err:  # build_objective names the key algorithm.<term>.<field>; ours lives under `where`
-        raise ConfigError(f"{where}.{str(err).removeprefix('algorithm.')}") from None
+    objective = build_objective({**LOSS_COMPOSITIONS[loss_name], **knobs}, where=where)
     if objective.needs_answer_mask:
         raise ConfigError(
             f"{where}.llds.answer_weight: LLDS-MA needs the answer-span mask, which verl does not pass to a policy "

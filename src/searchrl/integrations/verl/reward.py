@@ -29,7 +29,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from searchrl.data.types import Question
-from searchrl.errors import ConfigError
 from searchrl.integrations.verl.records import RECORD_KEY, golden_answers, trajectory_from_record
 from searchrl.protocol import INVALID_ACTION_MESSAGE, OBSERVATION_CLOSE, OBSERVATION_OPEN
 from searchrl.rewards import RewardConfig, extract_answer, score_trajectory
@@ -49,10 +48,7 @@ def reward_config(reward_kwargs: Mapping[str, Any]) -> RewardConfig:
     """The ``RewardConfig`` of verl's ``reward_kwargs`` (cached; errors name the key)."""
     key = tuple(sorted(reward_kwargs.items()))
     if key not in _CONFIGS:
-        try:
-            _CONFIGS[key] = RewardConfig.from_dict(dict(reward_kwargs), where=_WHERE)
-        except ConfigError as err:  # RewardConfig names its own fields "reward.<field>"
-            raise ConfigError(f"{_WHERE}.{str(err).removeprefix(_WHERE + '.').removeprefix('reward.')}") from None
+        _CONFIGS[key] = RewardConfig.from_dict(dict(reward_kwargs), where=_WHERE)
     return _CONFIGS[key]
 
 
