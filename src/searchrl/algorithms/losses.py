@@ -28,15 +28,9 @@ PENALTY_NORMALIZATIONS: tuple[str, ...] = ("official", "paper")
 LOG_RATIO_BOUND = 20.0
 GSPO_LOG_RATIO_MAX = 10.0
 
-BASE_METRIC_KEYS: tuple[str, ...] = (
-    "clip_frac",
-    "clip_frac_low",
-    "clip_frac_high",
-    "ppo_kl",
-    "is_ratio_mean",
-    "is_ratio_min",
-    "is_ratio_max",
-)
+# The base losses' own metrics. Statistics of the ratio, clipping and entropy are the diagnostics' business
+# (searchrl.training.diagnostics), computed once there from the same tensors.
+BASE_METRIC_KEYS: tuple[str, ...] = ("ppo_kl",)
 
 
 @dataclass(frozen=True)
@@ -131,29 +125,6 @@ def masked_share(tokens: Tensor, mask: Tensor) -> Tensor:
     return (tokens & mask).sum() / mask.sum().clamp(min=1)
 
 
-def ratio_stats(ratio: Tensor, mask: Tensor) -> dict[str, Tensor]:
-    """Masked mean, min and max of the token importance ratio r = π_θ/π_old (the ISDD signal, SAPO Fig. 1a);
-    NaN when nothing is masked in."""
-    values = ratio.detach()[mask]
-    if values.numel() == 0:
-        nan = ratio.new_full((), float("nan"))
-        return {"is_ratio_mean": nan, "is_ratio_min": nan, "is_ratio_max": nan}
-    low, high = torch.aminmax(values)
-    return {"is_ratio_mean": values.mean(), "is_ratio_min": low, "is_ratio_max": high}
-
-
-def _clip_metrics(clipped: Tensor, ratio_above_one: Tensor, mask: Tensor) -> dict[str, Tensor]:
-    """Shares of masked tokens where the clip binds: overall, at the lower bound (x < 1, hence A < 0), at the upper
-    bound (x > 1, A > 0); ``clipped`` and ``ratio_above_one`` are bool, broadcastable to the mask."""
-    clipped = clipped.expand_as(mask)
-    above = ratio_above_one.expand_as(mask)
-    return {
-        "clip_frac": masked_share(clipped, mask),
-        "clip_frac_low": masked_share(clipped & ~above, mask),
-        "clip_frac_high": masked_share(clipped & above, mask),
-    }
-
-
 # ---------------------------------------------------------------------------------------------- PPO clip
 
 
@@ -173,9 +144,7 @@ def ppo_clip(
 
     Source: PPO arXiv 1707.06347 Eq. 7; code PeterGriffinJin/Search-R1@a14dc3a: verl/trainer/ppo/core_algos.py
     ``compute_policy_loss``; verl HEAD ``compute_policy_loss_vanilla`` (log r clamped to ±20 before exp, as here).
-    No dual clip. Metrics (detached): ``clip_frac`` (masked mean of 1[−A·clip(r) > −A·r]), ``clip_frac_low``
-    (r < 1: the lower bound binds, A < 0), ``clip_frac_high`` (r > 1, A > 0), ``ppo_kl`` (masked mean of −log r),
-    ``is_ratio_mean/min/max`` (masked mean/min/max of r; NaN when nothing is masked in).
+    No dual clip. Metric: ``ppo_kl``, the masked mean of −log r (Search-R1's ``ppo_kl``).
     """
     check_policy_tensors(log_probs, old_log_probs, advantages, response_mask)
     mask = response_mask.bool()
@@ -185,11 +154,8 @@ def ppo_clip(
     clipped = -adv * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
     per_token = torch.maximum(unclipped, clipped) * mask
     with torch.no_grad():
-        lr = log_ratio(log_probs, old_log_probs)
-        metrics = _clip_metrics(clipped > unclipped, lr > 0, mask)
-        metrics["ppo_kl"] = -(lr * mask).sum() / mask.sum().clamp(min=1)
-        metrics.update(ratio_stats(ratio, mask))
-    return Term(per_token, mask, None, metrics)
+        ppo_kl = -(log_ratio(log_probs, old_log_probs) * mask).sum() / mask.sum().clamp(min=1)
+    return Term(per_token, mask, None, {"ppo_kl": ppo_kl})
 
 
 # ---------------------------------------------------------------------------------------------- GSPO
@@ -213,8 +179,7 @@ def gspo(
 
     Source: GSPO arXiv 2507.18071 §4.1 Eq. 5–7 (GSPO-token Eq. 13); code volcengine/verl HEAD
     verl/trainer/ppo/core_algos.py ``compute_policy_loss_gspo``. Differs from verl in: the aggregation mode is
-    honoured (verl forces seq-mean-token-mean whatever is configured). Metrics as :func:`ppo_clip`; clip
-    fractions refer to s, the ``is_ratio_*`` statistics to the token ratio r.
+    honoured (verl forces seq-mean-token-mean whatever is configured). Metric as :func:`ppo_clip`.
     """
     check_policy_tensors(log_probs, old_log_probs, advantages, response_mask)
     mask = response_mask.bool()
@@ -229,10 +194,8 @@ def gspo(
     clipped = -adv * seq_ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
     per_token = torch.maximum(unclipped, clipped) * mask
     with torch.no_grad():
-        metrics = _clip_metrics(clipped > unclipped, (seq_log_ratio > 0)[:, None], mask)
-        metrics["ppo_kl"] = -(lr * m).sum() / m.sum().clamp(min=1.0)
-        metrics.update(ratio_stats(importance_ratio(log_probs, old_log_probs), mask))
-    return Term(per_token, mask, None, metrics)
+        ppo_kl = -(lr * m).sum() / m.sum().clamp(min=1.0)
+    return Term(per_token, mask, None, {"ppo_kl": ppo_kl})
 
 
 # ---------------------------------------------------------------------------------------------- SAPO
@@ -428,7 +391,6 @@ __all__ = [
     "llds",
     "log_ratio",
     "ppo_clip",
-    "ratio_stats",
     "row_advantages",
     "sapo",
     "selected_rows",

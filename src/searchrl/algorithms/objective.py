@@ -298,8 +298,7 @@ class Objective:
         ``loss`` (total), ``pg_loss`` (base loss), ``penalty`` (Σ coef·penalty), ``penalty/<name>`` (the
         unweighted term) and ``penalty/<name>_active`` (share of masked tokens it acts on) for every registered
         penalty, ``kl_ref`` (aggregated KL to the reference, when ref_log_probs is given), ``entropy``
-        (aggregated entropy, when given), and the base loss's ``clip_frac``, ``clip_frac_low``,
-        ``clip_frac_high``, ``ppo_kl``, ``is_ratio_mean``, ``is_ratio_min``, ``is_ratio_max``.
+        (the aggregated entropy term, when its coefficient is > 0) and the base loss's ``ppo_kl``.
         """
         self._check_policy_batch(batch)
         s = self.settings
@@ -327,12 +326,10 @@ class Objective:
             if s.kl_coef > 0:
                 total = total + s.kl_coef * kl
             metrics["kl_ref"] = kl.detach()
-        if batch.entropy is not None:
-            with torch.set_grad_enabled(torch.is_grad_enabled() and s.entropy_coef > 0):
-                per_token = batch.entropy.to(compute_dtype(batch.entropy)) * mask  # graph from the logits
-                entropy = self.reduce(Term(per_token, mask))
-            if s.entropy_coef > 0:
-                total = total - s.entropy_coef * entropy
+        if batch.entropy is not None and s.entropy_coef > 0:  # the entropy statistic itself: diagnostics
+            per_token = batch.entropy.to(compute_dtype(batch.entropy)) * mask  # graph from the logits
+            entropy = self.reduce(Term(per_token, mask))
+            total = total - s.entropy_coef * entropy
             metrics["entropy"] = entropy.detach()
 
         metrics["loss"] = total.detach()

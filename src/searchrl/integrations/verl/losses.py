@@ -46,7 +46,6 @@ import torch
 from verl.trainer.ppo.core_algos import compute_policy_loss_vanilla
 
 from searchrl.algorithms import PolicyBatch, build_objective, importance_ratio
-from searchrl.algorithms.losses import ratio_stats
 from searchrl.algorithms.masks import aggregate
 from searchrl.errors import ConfigError
 from searchrl.integrations.verl.config import POLICY_LOSS_KEY, POLICY_LOSS_TARGET, plain, section
@@ -101,6 +100,16 @@ def loss_objective(loss_name: str, config: Any) -> Any:
         )
     _OBJECTIVES[key] = objective
     return objective
+
+
+def ratio_stats(ratio: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
+    """Masked mean, min and max of the token importance ratio r = π_θ/π_old (SAPO Fig. 1a), which verl's vanilla
+    loss does not log; NaN when nothing is masked in."""
+    values = ratio.detach()[mask]
+    if values.numel() == 0:
+        return dict.fromkeys(("is_ratio_mean", "is_ratio_min", "is_ratio_max"), float("nan"))
+    low, high = torch.aminmax(values)
+    return {"is_ratio_mean": values.mean().item(), "is_ratio_min": low.item(), "is_ratio_max": high.item()}
 
 
 def _global_batch_info(config: Any) -> dict[str, Any]:
@@ -179,7 +188,7 @@ def penalised_policy_loss(
         metrics["actor/searchrl_penalty_active"] = _share(active_any & mask, n_tokens)
         stats = ratio_stats(importance_ratio(log_prob, old_log_prob), mask)
         for key, value in stats.items():
-            metrics[f"actor/{key}"] = value.item()
+            metrics[f"actor/{key}"] = value
     return pg_loss + penalty, metrics
 
 
