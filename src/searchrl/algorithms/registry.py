@@ -30,6 +30,7 @@ from torch import Tensor
 
 from searchrl.algorithms.losses import Term, check_policy_tensors
 
+
 @dataclass(frozen=True)
 class NoParams:
     """The params record of a component that has no knobs."""
