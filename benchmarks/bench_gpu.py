@@ -161,7 +161,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         model, tokenizer = load_policy(*a, **k)
         return fix_lengths(model, tokenizer), tokenizer
 
-    searchrl.models.load_policy = load_fixed  # the trainer imports it at call time
+    searchrl.models.load_policy = load_fixed  # the trainer looks models.load_policy up at call time
     run = Path(tempfile.mkdtemp(prefix="bench_gpu_searchrl_"))
     overrides = [
         f"model.name={args.model_dir}", f"run.dir={run}", "run.overwrite=true", f"seed={args.seed}",

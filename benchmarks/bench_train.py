@@ -101,14 +101,14 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
     if args.unfused_adamw:  # the optimiser searchrl used before this benchmark: the per-tensor AdamW loop
         import torch
 
-        from searchrl.training import policy
+        from searchrl.training import policy, trainer
 
         def make_loop_adamw(model: Any, *, lr: float, weight_decay: float = 0.0, betas: Any = (0.9, 0.999),
                             eps: float = 1e-8) -> torch.optim.AdamW:
             return torch.optim.AdamW(policy.trainable_parameters(model), lr=lr, weight_decay=weight_decay,
                                      betas=betas, eps=eps, foreach=False)
 
-        policy.make_optimizer = make_loop_adamw
+        trainer.make_optimizer = make_loop_adamw  # the name the Trainer calls
 
     steps: list[dict[str, float]] = []
     rollouts: list[tuple[float, float]] = []

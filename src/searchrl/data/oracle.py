@@ -31,6 +31,8 @@ from searchrl.retrieval.base import Hit
 def observation_text(hits: list[Hit]) -> str:
     """The environment's observation for `hits`, exactly as the rollout engine writes it
     (`searchrl.protocol.render_observation`: ``\n\n<information>{rendered hits}</information>\n\n``)."""
+    # local: searchrl.protocol (with searchrl.settings) adds ~7 ms to `searchrl data --help`, which imports this
+    # module and must not get slower
     from searchrl.protocol import render_observation
 
     return render_observation(hits)
@@ -88,7 +90,7 @@ def oracle_script(oracles: Sequence[OracleTrajectory], assistant_prefix: str = "
     first turn drops `assistant_prefix` when it starts with it, since the prompt already holds the prefix.
     Unknown questions get no turns.
     """
-    from searchrl.protocol import format_question
+    from searchrl.protocol import format_question  # local: see observation_text
 
     by_question = {format_question(o.question): o.model_turns() for o in oracles}
 

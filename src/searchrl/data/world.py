@@ -29,6 +29,7 @@ places), distinctive names, and a fixed phrasing per relation. Generation is det
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -40,6 +41,9 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
 
+import Stemmer
+
+from searchrl.data.oracle import observation_text
 from searchrl.data.types import Question
 from searchrl.errors import ConfigError
 from searchrl.retrieval.base import Hit
@@ -80,12 +84,8 @@ class NameMaker:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.used_stems: set[str] = set()
-        try:
-            import Stemmer  # PyStemmer: the stemmer bm25s uses, so "unique" means unique to BM25 too
-
-            self._stem = Stemmer.Stemmer("english").stemWord
-        except ImportError:  # pragma: no cover - PyStemmer is a dependency
-            self._stem = lambda word: word
+        # PyStemmer: the stemmer bm25s uses, so "unique" means unique to BM25 too
+        self._stem = Stemmer.Stemmer("english").stemWord
 
     # Syllables before the ending: short names cost the small model fewer tokens.
     _SYLLABLES = {"first": (1, 1, 2), "last": (1, 2), "city": (1, 1, 2), "country": (1, 2), "word": (1, 1, 2)}
@@ -509,8 +509,6 @@ def _split_counts(total: int, mix: Sequence[float]) -> list[int]:
 
 
 def _oracle_record(q: Question, draft: _Draft, world_hits: dict[str, Hit], think: bool) -> dict:
-    from searchrl.data.oracle import observation_text
-
     turns: list[list] = []
     for thought, query, doc_id in draft.steps:
         text = (f"<think>{thought}</think>\n" if think else "") + f"<search>{query}</search>"
@@ -659,6 +657,4 @@ def world_dir(seed: int = 0, config: WorldConfig | None = None, cache_dir: str |
 
 
 def _config_digest(cfg: WorldConfig) -> str:
-    import hashlib
-
     return hashlib.sha1(json.dumps(asdict(cfg), sort_keys=True).encode()).hexdigest()[:10]

@@ -30,6 +30,8 @@ from typing import Any
 
 import torch
 
+from searchrl.models import body_and_head, module_device
+
 SEARCH_TAG = "<search>"
 ANSWER_TAG = "<answer>"
 _OBS_END = re.compile(r"</information>\s*")
@@ -74,9 +76,6 @@ def decision_log_odds(model: torch.nn.Module, tokenizer: Any, contexts: Sequence
     The tag is tokenised on its own and appended to the context's tokens, as the rollout engine appends a
     turn's generated tokens after an observation's. Runs on the model's device; the scores come back on the CPU.
     """
-    from searchrl.models import module_device
-    from searchrl.training.batching import body_and_head
-
     tags = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in (SEARCH_TAG, ANSWER_TAG)]
     rows = [(i, j, tokenizer(c)["input_ids"]) for i, c in enumerate(contexts) for j in range(2)]
     scores = torch.zeros(len(contexts), 2)

@@ -23,20 +23,30 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from searchrl import models  # models.load_policy, looked up at call time (tests replace it)
 from searchrl.data.loaders import DataSource, load_source
 from searchrl.errors import ConfigError, DataError, RetrievalError
 from searchrl.evaluation.report import METRICS, EvalReport, summarise
 from searchrl.evaluation.sampling import stratified_sample
 from searchrl.protocol import ProtocolConfig, format_question
 from searchrl.retrieval.base import Hit, Retriever, render_hits
+from searchrl.retrieval.cache import CachedRetriever
+from searchrl.retrieval.index import cached_bm25_index, is_url, load_index, load_retriever
 from searchrl.rewards import RewardConfig, answer_in_retrieval, response_text, score_trajectory
+from searchrl.rollout.engine import RolloutConfig, RolloutEngine
 
 if TYPE_CHECKING:
-    from rich.progress import Progress
-
     from searchrl.data.types import Question
     from searchrl.rollout.backend import GenerationBackend, GenerationSession
-    from searchrl.rollout.engine import RolloutConfig
     from searchrl.rollout.types import Trajectory
 
 MODES = ("search", "direct", "rag")
@@ -149,12 +159,12 @@ def _resolve_policy(
         if tokenizer is None:
             raise ConfigError("evaluate(): pass the tokenizer along with a generation backend")
         return policy, tokenizer, getattr(policy, "model", None), type(policy).__name__
+    # local: torch and transformers cost ~3.5 s to import; `searchrl eval --help` and evaluations with a scripted
+    # backend must not pay them
     from searchrl.rollout.hf import HFBackend
 
     if isinstance(policy, (str, Path)):
-        from searchrl.models import load_policy
-
-        model, tokenizer = load_policy(policy, device=device)
+        model, tokenizer = models.load_policy(policy, device=device)
         return HFBackend(model, tokenizer, max_batch_size=batch_size), tokenizer, model, str(policy)
     if tokenizer is None:
         raise ConfigError("evaluate(): pass the tokenizer along with the model")
@@ -167,8 +177,6 @@ def _retriever_for(
     loaded: dict[str, Retriever], show_progress: bool,
 ) -> tuple[Retriever, str]:
     """The retriever a source searches: the given one, else a cached BM25 index over the source's corpus."""
-    from searchrl.retrieval.index import is_url, load_retriever
-
     spec = retriever.get(source.name) if isinstance(retriever, Mapping) else retriever
     if spec is not None and not isinstance(spec, (str, Path)):
         return spec, type(spec).__name__
@@ -180,9 +188,6 @@ def _retriever_for(
             )
         key = f"bm25:{source.corpus_path}"
         if key not in loaded:
-            from searchrl.retrieval.index import cached_bm25_index, load_index
-            from searchrl.retrieval.cache import CachedRetriever
-
             loaded[key] = CachedRetriever(load_index(cached_bm25_index(source.corpus_path, show_progress=show_progress)))
         return loaded[key], f"BM25 over {source.corpus_path}"
     key = str(spec)
@@ -284,8 +289,6 @@ def evaluate(
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
     if limit is not None and limit < 1:
         raise ConfigError(f"limit must be >= 1, got {limit}")
-    from searchrl.rollout.engine import RolloutConfig, RolloutEngine
-
     setup_start = time.perf_counter()
     data = _as_sources(sources, split)
     protocol = protocol_cfg or default_protocol(mode)
@@ -412,15 +415,6 @@ def _progress(progress: bool | Progress, total: int) -> tuple[Any, Any, bool]:
     if progress is False:
         return None, None, False
     if progress is True:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
         bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        TextColumn("ETA"), TimeRemainingColumn())
         bar.start()

@@ -11,7 +11,8 @@ import argparse
 import json
 import time
 
-from searchrl.retrieval.index import KINDS
+from searchrl.retrieval.index import KINDS, build_index, load_retriever, read_manifest
+from searchrl.retrieval.render import render_hits
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,14 +71,10 @@ _BUILD_OPTIONS = ("k1", "b", "method", "stopwords", "stemmer", "model", "preset"
 
 def main(args: argparse.Namespace) -> int:
     if args.index_command == "info":
-        from searchrl.retrieval.index import read_manifest
-
         print(json.dumps(read_manifest(args.index), indent=2, sort_keys=True))
         return 0
     if args.index_command == "search":
         return _search(args)
-    from searchrl.retrieval.index import build_index
-
     options = {name: getattr(args, name) for name in _BUILD_OPTIONS if getattr(args, name) is not None}
     if args.no_normalize:
         options["normalize"] = False
@@ -86,16 +83,12 @@ def main(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     out = build_index(args.corpus, args.kind, args.out, overwrite=args.overwrite, show_progress=not args.quiet,
                       **options)
-    from searchrl.retrieval.index import read_manifest
-
     manifest = read_manifest(out)
     print(f"built a {args.kind} index of {manifest['num_docs']} passages in {time.perf_counter() - start:.1f} s: {out}")
     return 0
 
 
 def _search(args: argparse.Namespace) -> int:
-    from searchrl.retrieval import load_retriever, render_hits
-
     retriever = load_retriever(args.index, cache=False)
     for query, hits in zip(args.queries, retriever.search(args.queries, topk=args.topk)):
         print(f"# {query}")

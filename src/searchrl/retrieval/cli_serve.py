@@ -9,8 +9,11 @@ Point Search-R1 (``retriever.url=http://127.0.0.1:8000/retrieve``) or searchrl (
 from __future__ import annotations
 
 import argparse
+import os
 
+from searchrl.errors import ConfigError
 from searchrl.retrieval.cache import DEFAULT_CACHE_SIZE
+from searchrl.retrieval.client import TOKEN_ENV
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,10 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    import os
-
-    from searchrl.errors import ConfigError
-    from searchrl.retrieval.client import TOKEN_ENV
+    # local: the server imports fastapi (~0.5 s) and the index numpy (~0.13 s); `searchrl serve --help` must not
+    # pay them
     from searchrl.retrieval.index import load_retriever
     from searchrl.retrieval.server import ServerLimits, serve
 

@@ -41,6 +41,8 @@ class RemoteRetriever:
     def __init__(self, url: str, *, timeout: float = 60.0, connect_timeout: float = 5.0, retries: int = 3,
                  backoff: float = 0.5, max_backoff: float = 8.0, max_connections: int = 16,
                  token: str | None = None) -> None:
+        # local: httpx costs ~0.2 s to import; searchrl.retrieval.index imports this module, and `searchrl index`,
+        # `searchrl eval` with a local index and the trainer must not pay it
         import httpx
 
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
@@ -61,7 +63,7 @@ class RemoteRetriever:
     # -- HTTP with retries
 
     def _request(self, method: str, url: str, payload: dict | None = None) -> Any:
-        import httpx
+        import httpx  # local: see __init__ (loaded by then: a dictionary look-up)
 
         last_error = ""
         for attempt in range(self.retries + 1):

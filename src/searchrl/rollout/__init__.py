@@ -41,7 +41,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in ("HFBackend", "full_forward_logprobs"):
-        from searchrl.rollout import hf
+        from searchrl.rollout import hf  # local: hf imports torch and transformers (~3.3 s); see the docstring
 
         return getattr(hf, name)
     raise AttributeError(f"module 'searchrl.rollout' has no attribute {name!r}")

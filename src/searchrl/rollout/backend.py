@@ -146,6 +146,8 @@ def sample_tokens(
     The draw is by inverse CDF (one uniform per row against the cumulative sum of exp(z − max z)), which is exact
     and about 30x cheaper than `torch.multinomial` over a 49k vocabulary on CPU.
     """
+    # local: torch costs ~2.2 s to import; this module comes with the rollout engine, which config loading,
+    # `searchrl eval --help` and the scripted backend import without torch (logits are torch tensors: it is loaded)
     import torch
 
     logits = logits.float()  # (B, V)

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
+from searchrl.models import body_and_head, decoder_blocks
 from searchrl.rollout.types import Trajectory
 
 
@@ -82,21 +83,6 @@ def pad_per_token(values: Sequence[Sequence[float]], T: int) -> torch.Tensor:
     return out
 
 
-def body_and_head(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module]:
-    """The transformer body (returns hidden states) and the LM head of a causal LM (PEFT-wrapped or not)."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    head = base.get_output_embeddings()
-    body = base.get_decoder() if hasattr(base, "get_decoder") else None
-    if body is None or body is base:
-        body = getattr(base, "model", None)
-    if body is None or head is None:
-        raise TypeError(f"{type(base).__name__}: cannot find the decoder body and LM head of this model")
-    for attr in ("final_logit_softcapping", "logit_scale"):
-        if getattr(base.config, attr, None) not in (None, 1.0):
-            raise TypeError(f"{type(base).__name__}: models with config.{attr} are not supported by the chunked log-probs")
-    return body, head
-
-
 def _chunk_logprob_entropy(
     hidden: torch.Tensor,
     weight: torch.Tensor,
@@ -115,14 +101,6 @@ def _chunk_logprob_entropy(
     else:
         entropy = torch.zeros_like(token_lp)
     return token_lp, entropy
-
-
-def decoder_blocks(body: torch.nn.Module) -> torch.nn.ModuleList:
-    """The decoder body's list of transformer blocks (`body.layers` in llama, qwen2, mistral, ...)."""
-    blocks = getattr(body, "layers", None)
-    if not isinstance(blocks, torch.nn.ModuleList):
-        raise TypeError(f"{type(body).__name__}: cannot find the decoder's list of transformer blocks (`.layers`)")
-    return blocks
 
 
 # Model types whose body hands `inputs_embeds` to its first block unchanged (Gemma, for one, scales them first),

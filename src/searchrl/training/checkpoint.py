@@ -1,4 +1,4 @@
-"""Checkpoints that survive `kill -9` at any moment, and atomic file writes.
+"""Checkpoints that survive `kill -9` at any moment.
 
 A checkpoint is a folder `checkpoints/step_XXXXXX/` holding
 
@@ -32,24 +32,28 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from searchrl.errors import SearchRLError
-from searchrl.fileio import atomic_write_bytes, atomic_write_json, atomic_write_text  # noqa: F401 - re-exported
-from searchrl.fileio import give_umask_permissions
+from searchrl.fileio import atomic_write_json, give_umask_permissions
+from searchrl.fileio import atomic_write_text  # noqa: F401 - re-exported: training/config.py imports it from here
+from searchrl.models import (
+    BEST_FILE,
+    CHECKPOINT_PREFIX,
+    CHECKPOINTS,
+    STATE_FILE,
+    WEIGHTS_FILE,
+    checkpoint_dir,
+    load_trainable_state,
+    module_device,
+    trainable_state,
+)
 
-CHECKPOINTS = "checkpoints"
-BEST_FILE = "best.json"
-FILES = ("weights.safetensors", "optimizer.pt", "rng.pt", "state.json")
-_PREFIX = "step_"
+# The folder layout, best.json and which weights a checkpoint holds are defined in searchrl.models (load_policy
+# reads checkpoints too); this module writes, prunes and restores whole checkpoints.
+FILES = (WEIGHTS_FILE, "optimizer.pt", "rng.pt", STATE_FILE)
 _TRASH = ".deleting-"  # a pruned checkpoint on its way out
 
 
 class CheckpointWriteError(SearchRLError):
     """A checkpoint could not be written (full disk, no permission); its temporary folder is gone."""
-
-
-# ---------------------------------------------------------------------------------------------- atomic files
-
-
-# atomic_write_* live in searchrl.fileio; re-exported here for the training modules that import them from here.
 
 
 # ---------------------------------------------------------------------------------------------- RNG
@@ -80,45 +84,7 @@ def restore_rng(state: dict[str, Any], generators: dict[str, torch.Generator] | 
             g.set_state(state["generators"][name])
 
 
-# ---------------------------------------------------------------------------------------------- weights
-
-
-def _saved(model: torch.nn.Module, param: torch.nn.Parameter) -> bool:
-    # Under LoRA only the adapters change (the base reloads from model.name); otherwise every weight is saved,
-    # frozen ones included: with train.train_layers the frozen blocks hold the warm start's weights.
-    from searchrl.training.policy import is_lora
-
-    return param.requires_grad or not is_lora(model)
-
-
-def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The weights a checkpoint holds, by name (tied weights appear once): all of them, or the LoRA adapters."""
-    return {n: p.detach().contiguous().cpu() for n, p in model.named_parameters() if _saved(model, p)}
-
-
-def load_trainable_state(model: torch.nn.Module, tensors: dict[str, torch.Tensor], source: Path) -> None:
-    """Copy saved weights (see :func:`trainable_state`) into `model`, refusing on any name or shape mismatch."""
-    params = dict(model.named_parameters())
-    expected = {n for n, p in params.items() if _saved(model, p)}
-    missing, unexpected = expected - tensors.keys(), tensors.keys() - params.keys()
-    if missing or unexpected:
-        raise SearchRLError(
-            f"{source}: weights do not match the model being trained "
-            f"(missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]}); "
-            "resume with the same model.name and model.lora settings"
-        )
-    with torch.no_grad():
-        for name, tensor in tensors.items():
-            if params[name].shape != tensor.shape:
-                raise SearchRLError(f"{source}: shape of {name} is {tuple(tensor.shape)}, model has {tuple(params[name].shape)}")
-            params[name].copy_(tensor)
-
-
 # ---------------------------------------------------------------------------------------------- checkpoints
-
-
-def checkpoint_dir(run_dir: Path, step: int) -> Path:
-    return Path(run_dir) / CHECKPOINTS / f"{_PREFIX}{step:06d}"
 
 
 def is_complete(folder: Path) -> bool:
@@ -133,9 +99,9 @@ def list_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
         return []
     out = []
     for p in root.iterdir():
-        if p.is_dir() and p.name.startswith(_PREFIX) and is_complete(p):
+        if p.is_dir() and p.name.startswith(CHECKPOINT_PREFIX) and is_complete(p):
             try:
-                out.append((int(p.name[len(_PREFIX) :]), p))
+                out.append((int(p.name[len(CHECKPOINT_PREFIX) :]), p))
             except ValueError:
                 continue
     return sorted(out)
@@ -165,7 +131,9 @@ def clean_partial(run_dir: Path) -> None:
     for p in sorted(root.iterdir()):
         if p.name.startswith(".old-") and not (root / p.name[5:]).exists() and is_complete(p):
             os.rename(p, root / p.name[5:])
-        elif p.name.startswith((".tmp-", ".old-", _TRASH)) or (p.name.startswith(_PREFIX) and not is_complete(p)):
+        elif p.name.startswith((".tmp-", ".old-", _TRASH)) or (
+            p.name.startswith(CHECKPOINT_PREFIX) and not is_complete(p)
+        ):
             # an incomplete step_* is a prune killed before deletions were renamed out of sight first
             shutil.rmtree(p, ignore_errors=True)
 
@@ -195,11 +163,11 @@ def save_checkpoint(
     try:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        save_file(weights, str(tmp / "weights.safetensors"))
-        give_umask_permissions(tmp / "weights.safetensors")
+        save_file(weights, str(tmp / WEIGHTS_FILE))
+        give_umask_permissions(tmp / WEIGHTS_FILE)
         torch.save(optim, tmp / "optimizer.pt")
         torch.save(capture_rng(generators), tmp / "rng.pt")
-        (tmp / "state.json").write_text(json.dumps({**trainer_state, "step": step}, indent=2, sort_keys=True) + "\n")
+        (tmp / STATE_FILE).write_text(json.dumps({**trainer_state, "step": step}, indent=2, sort_keys=True) + "\n")
         for f in tmp.iterdir():  # data on disk before the rename makes the folder visible
             with open(f, "rb") as fh:
                 os.fsync(fh.fileno())
@@ -251,15 +219,13 @@ def load_checkpoint(
     """Restore a checkpoint into live objects; returns the trainer state (with `step`).
 
     Tensors go to the model's device whatever device saved them; RNG states to the CPU."""
-    from searchrl.models import module_device
-
     folder = Path(folder)
     if not is_complete(folder):
         missing = [name for name in FILES if not (folder / name).is_file()]
         raise SearchRLError(f"{folder} is not a complete checkpoint (no {', '.join(missing)})")
     # Weights are read on the CPU and copied into the parameters (no second copy of the model on a GPU);
     # the optimiser state is mapped straight to the parameters' device, where AdamW keeps it.
-    load_trainable_state(model, load_file(str(folder / "weights.safetensors")), folder / "weights.safetensors")
+    load_trainable_state(model, load_file(str(folder / WEIGHTS_FILE)), folder / WEIGHTS_FILE)
     opt_state = torch.load(folder / "optimizer.pt", map_location=module_device(model), weights_only=False)
     if optimizer is not None and opt_state["optimizer"] is not None:
         optimizer.load_state_dict(opt_state["optimizer"])
@@ -267,4 +233,4 @@ def load_checkpoint(
         scheduler.load_state_dict(opt_state["scheduler"])
     if restore_rng_state:
         restore_rng(torch.load(folder / "rng.pt", map_location="cpu", weights_only=False), generators)
-    return json.loads((folder / "state.json").read_text())
+    return json.loads((folder / STATE_FILE).read_text())

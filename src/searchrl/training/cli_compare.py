@@ -33,6 +33,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from searchrl.errors import ConfigError, SearchRLError
+from searchrl.fileio import atomic_write_bytes
+from searchrl.training.report import write_report
 
 DEFAULT_ALGOS = "grpo,sapo,llds,calibadv"
 # Keys compare sets itself for every variant; an override of one of them would break the comparison.
@@ -88,6 +90,7 @@ def parse_seeds(text: str) -> list[int]:
 def check_algorithms(algos: list[str]) -> None:
     """Fail fast on an unknown algorithm name, listing the registered ones (when the registry is importable)."""
     try:
+        # local: searchrl.algorithms imports torch (~2.2 s); `searchrl compare --help` must not pay it
         from searchrl.algorithms import algorithm_names
     except ImportError:
         return  # the trainer validates it anyway; each failing variant would then be reported
@@ -207,8 +210,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _write_manifest(path: Path, variants: list[Variant], args: argparse.Namespace) -> None:
-    from searchrl.training.checkpoint import atomic_write_bytes
-
     payload = {
         "algos": args.algos, "seeds": args.seeds, "config": args.config, "overrides": args.overrides,
         "variants": [
@@ -274,8 +275,6 @@ def main(args: argparse.Namespace) -> int:
     for v in failed:
         console.print(Text(f"compare: variant {v.name} failed with exit status {v.returncode}; see {v.log}",
                            style="bold red"))
-
-    from searchrl.training.report import write_report
 
     notes = [f"variant {v.name} failed (exit status {v.returncode}); its log: {v.log}" for v in failed]
     with_runs = [v.run_dir for v in variants if (v.run_dir / "metrics.jsonl").is_file()]

@@ -14,10 +14,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from searchrl.data import load_source
 from searchrl.errors import SearchRLError
-from searchrl.fileio import check_writable
+from searchrl.fileio import atomic_write_json, check_writable
+from searchrl.models import load_policy, resolve_device
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,12 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    import os
-
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from searchrl.models import resolve_device
-    from searchrl.training.config import load_config
+    from searchrl.training.config import load_config  # local: ~0.17 s to import; `searchrl sft --help` must not pay it
 
     overrides = list(args.overrides)
     if args.data is not None:
@@ -63,18 +66,14 @@ def main(args: argparse.Namespace) -> int:
 def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False, device: object = None) -> dict:
     """Fine-tune the config's model with its `sft:` section on `device` (default: the config's train.device) and
     save it to `out` (HF folder + sft_summary.json)."""
-    import os
-
+    # local: torch (~2.2 s) and, through training.trainer, transformers (~1.1 s more) and searchrl.evaluation;
+    # `searchrl sft --help` must not pay them
     import torch
 
-    from rich.console import Console
-
-    from searchrl.data import load_source
-    from searchrl.models import load_policy, resolve_device
-    from searchrl.training.checkpoint import atomic_write_json
-    from searchrl.training.trainer import build_retriever, validation_sources
+    from searchrl.evaluation.harness import evaluate
     from searchrl.training.policy import export_policy, prepare_for_training
     from searchrl.training.sft import oracle_trajectories, read_trajectories, run_sft
+    from searchrl.training.trainer import build_retriever, validation_sources
 
     console = Console(stderr=True)
     source = load_source(cfg.data.train, split=cfg.data.train_split)
@@ -95,8 +94,6 @@ def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False, devic
     console.print(f"SFT on {len(data)} trajectories from {cfg.sft.data} (dropped: {dropped or 'none'})")
 
     def evaluate_now(label: str) -> dict:
-        from searchrl.evaluation.harness import evaluate
-
         report = evaluate(model, tokenizer, validation_sources(cfg),
                           limit=cfg.val.max_questions, protocol_cfg=cfg.protocol, rollout_cfg=cfg.rollout,
                           batch_size=cfg.val.batch_size, seed=cfg.seed, progress=True)
@@ -113,8 +110,6 @@ def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False, devic
     out.parent.mkdir(parents=True, exist_ok=True)
     metrics_tmp = out.parent / f".{out.name}.sft_metrics.jsonl"  # export_policy replaces `out` as a whole
     metrics_tmp.unlink(missing_ok=True)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("ETA"), TimeRemainingColumn(), console=console) as bar:
         task = bar.add_task("SFT", total=None)

@@ -31,10 +31,12 @@ resume on another device rounds and samples differently: README.md, "One GPU").
 from __future__ import annotations
 
 import errno
+import json
 import math
 import random
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,9 +47,22 @@ import torch
 
 from searchrl.algorithms import AdvantageBatch, PolicyBatch, silver_turn_scores
 from searchrl.errors import SearchRLError
+from searchrl.fileio import atomic_write_json, check_writable
+from searchrl.models import CHECKPOINTS, checkpoint_dir
 from searchrl.rewards import score_trajectories
 from searchrl.rollout.types import Trajectory
 from searchrl.training.batching import LowerBlockCache, TokenBatch, collate, pad_per_token, token_logprobs
+from searchrl.training.checkpoint import (
+    CheckpointWriteError,
+    best_checkpoint,
+    clean_partial,
+    is_complete,
+    latest_checkpoint,
+    load_checkpoint,
+    mark_best,
+    save_checkpoint,
+)
+from searchrl.training.config import save_config
 from searchrl.training.diagnostics import (
     average_diagnostics,
     calibadv_diagnostics,
@@ -55,7 +70,10 @@ from searchrl.training.diagnostics import (
     token_diagnostics,
     turn_kind_from_mask,
 )
-from searchrl.training.policy import autocast, trainable_layers, trainable_parameters
+from searchrl.training.logger import EVENTS_FILE, METRICS_FILE, truncate_jsonl
+from searchrl.training.monitor import append_events, strongest_action
+from searchrl.training.policy import autocast, export_policy, trainable_layers, trainable_parameters
+from searchrl.training.sft import oracle_trajectories, read_trajectories, run_sft
 from searchrl.training.trainer import (
     StopTraining,
     Trainer,
@@ -444,9 +462,6 @@ def run_folder(cfg: Any) -> Path:
 def is_run_folder(path: Path) -> bool:
     """Whether `path` holds a searchrl run: its marker file, or (a run from before the marker) config.yaml next to
     checkpoints/ or metrics.jsonl."""
-    from searchrl.training.checkpoint import CHECKPOINTS
-    from searchrl.training.logger import METRICS_FILE
-
     path = Path(path)
     if (path / RUN_MARKER).is_file():
         return True
@@ -463,8 +478,6 @@ def train(cfg: Any, *, resume: bool = False, console: bool = True) -> dict[str, 
     Resuming restores the latest checkpoint and cuts metrics.jsonl and events.jsonl back to its step; resuming a
     finished run only says where its summary is.
     """
-    from searchrl.training.checkpoint import CheckpointWriteError, clean_partial, latest_checkpoint
-
     run_dir = run_folder(cfg)
     _check_writable(run_dir)
     replace = False
@@ -524,15 +537,11 @@ def train(cfg: Any, *, resume: bool = False, console: bool = True) -> dict[str, 
 def _check_writable(run_dir: Path) -> None:
     """Refuse a run.dir that cannot be created or written (a file stands there or on its path, a read-only folder),
     creating nothing: the probe writes in the deepest folder that already exists."""
-    from searchrl.fileio import check_writable
-
     check_writable(next(p for p in [run_dir, *run_dir.parents] if p.exists() or p == p.parent), "run.dir", folder=True)
 
 
 def _check_new_run_folder(cfg: Any, run_dir: Path) -> bool:
     """Refuse a run.dir a fresh run may not use; returns whether it holds files the run is to replace."""
-    from searchrl.training.checkpoint import latest_checkpoint
-
     if not run_dir.exists() or not any(run_dir.iterdir()):
         return False
     if not is_run_folder(run_dir):
@@ -573,9 +582,6 @@ def _sources_inside(cfg: Any, run_dir: Path) -> list[str]:
 
 def _create_run_folder(cfg: Any, run_dir: Path, *, replace: bool) -> None:
     """Create (or empty, when replacing) the run folder, mark it as a run and save the config."""
-    from searchrl.training.checkpoint import atomic_write_json
-    from searchrl.training.config import save_config
-
     if replace:
         _empty_folder(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -594,9 +600,6 @@ def _empty_folder(path: Path) -> None:
 
 def _finished_summary(run_dir: Path, latest: Path, cfg: Any) -> dict[str, Any] | None:
     """The summary of a run that already ran all of `train.steps` (and wrote summary.json), else None."""
-    import json
-    import sys
-
     summary = run_dir / SUMMARY_FILE
     step = json.loads((latest / "state.json").read_text())["step"]
     if not summary.is_file() or step < cfg.train.steps:
@@ -609,17 +612,6 @@ def _finished_summary(run_dir: Path, latest: Path, cfg: Any) -> dict[str, Any] |
 def _restore(t: Trainer) -> Path:
     """Load the latest checkpoint into the trainer, refusing one the config does not fit; only then save the
     (possibly overridden) config, cut the logs back to the checkpoint's step and mark its best checkpoint."""
-    from searchrl.training.checkpoint import (
-        best_checkpoint,
-        checkpoint_dir,
-        is_complete,
-        latest_checkpoint,
-        load_checkpoint,
-        mark_best,
-    )
-    from searchrl.training.config import save_config
-    from searchrl.training.logger import EVENTS_FILE, METRICS_FILE, truncate_jsonl
-
     folder = latest_checkpoint(t.run_dir)
     raw = load_checkpoint(folder, model=t.model, optimizer=t.optimizer)
     t.state = TrainerState.from_dict(raw)
@@ -666,8 +658,6 @@ def _start(t: Trainer) -> None:
 
 
 def _warm_start_sft(t: Trainer) -> dict[str, Any]:
-    from searchrl.training.sft import oracle_trajectories, read_trajectories
-
     cfg = t.cfg
     t.logger.status("warm start: preparing SFT data")
     if cfg.sft.data == "oracle":
@@ -689,8 +679,6 @@ def _warm_start_sft(t: Trainer) -> dict[str, Any]:
 
 
 def _run_sft(t: Trainer, data: list) -> Any:
-    from searchrl.training.sft import run_sft
-
     cfg = t.cfg
     return run_sft(
         t.model, data, cfg.sft, pad_id=t.pad_id, seed=cfg.seed, bf16=cfg.train.bf16,
@@ -711,9 +699,6 @@ def _announce(t: Trainer, result: dict[str, Any], what: str) -> dict[str, Any]:
 
 def _fit(t: Trainer) -> None:
     """RL steps from the one after the last completed step to `train.steps`."""
-    from searchrl.training.logger import EVENTS_FILE
-    from searchrl.training.monitor import append_events, strongest_action
-
     cfg = t.cfg
     t.ensure_reference()
     step_walls: list[float] = []  # wall time of each step of this process, checkpoints and logging included
@@ -794,8 +779,6 @@ def _out_of_time(t: Trainer, step_walls: list[float]) -> bool:
 
 
 def _rollback(t: Trainer, which: str, lr_factor: float, why: str) -> None:
-    from searchrl.training.checkpoint import best_checkpoint, latest_checkpoint, load_checkpoint
-
     folder = (best_checkpoint(t.run_dir) if which == "best" else None) or latest_checkpoint(t.run_dir)
     if folder is None:
         raise StopTraining(f"{why} at step {t.state.step}, and there is no checkpoint to roll back to")
@@ -806,8 +789,6 @@ def _rollback(t: Trainer, which: str, lr_factor: float, why: str) -> None:
 
 
 def _save(t: Trainer, *, best: bool) -> None:
-    from searchrl.training.checkpoint import mark_best, save_checkpoint
-
     t.state.monitor = t.monitor.state_dict()
     save_checkpoint(
         t.run_dir, t.state.step, model=t.model, optimizer=t.optimizer, scheduler=None,
@@ -820,8 +801,6 @@ def _save(t: Trainer, *, best: bool) -> None:
 
 def _on_interrupt(t: Trainer) -> None:
     """Ctrl-C: save the last completed step's state if the live weights are exactly that state."""
-    from searchrl.training.checkpoint import latest_checkpoint
-
     latest = latest_checkpoint(t.run_dir)
     if t.abortable and (latest is None or not latest.name.endswith(f"{t.state.step:06d}")):
         if t.state.step > 0 or latest is not None:
@@ -838,11 +817,6 @@ def _on_interrupt(t: Trainer) -> None:
 def _finish(t: Trainer) -> dict[str, Any]:
     """Final evaluations (the last step's validation, then the test split), final_model/, final_eval.json and
     summary.json. The test split is evaluated here and at the start only; no decision reads it."""
-    import json
-
-    from searchrl.training.checkpoint import atomic_write_json, best_checkpoint, checkpoint_dir, is_complete, mark_best
-    from searchrl.training.policy import export_policy
-
     cfg = t.cfg
     last = t.state.evals.get("last")
     if last is None or last.get("step") != t.state.step:  # e.g. the time budget ended RL between validations

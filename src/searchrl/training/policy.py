@@ -21,6 +21,7 @@ import torch
 
 from searchrl.errors import ConfigError
 from searchrl.fileio import give_umask_permissions
+from searchrl.models import is_lora
 
 
 def prepare_for_training(
@@ -53,7 +54,7 @@ def prepare_for_training(
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if lora is not None and lora.enabled:
         try:
-            from peft import LoraConfig, get_peft_model
+            from peft import LoraConfig, get_peft_model  # local: optional extra [lora], ~7.6 s to import
         except ImportError:
             raise ConfigError("model.lora.enabled: true needs peft; install it with `pip install peft`") from None
         present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
@@ -130,10 +131,6 @@ def trainable_layers(model: torch.nn.Module, n: int | None, key: str = "sft.trai
     finally:
         for param, flag in flags:
             param.requires_grad_(flag)
-
-
-def is_lora(model: torch.nn.Module) -> bool:
-    return hasattr(model, "disable_adapter") and hasattr(model, "get_base_model")
 
 
 def trainable_parameters(model: torch.nn.Module) -> list[torch.nn.Parameter]:

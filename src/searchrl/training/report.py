@@ -29,8 +29,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from searchrl.errors import DataError
-from searchrl.training.checkpoint import atomic_write_bytes
+from searchrl.fileio import atomic_write_bytes
 
 METRICS_FILE = "metrics.jsonl"
 EVENTS_FILE = "events.jsonl"
@@ -208,8 +210,6 @@ def _read_algorithm(run_dir: Path) -> str | None:
             if path.suffix == ".json":
                 cfg = json.loads(path.read_text(encoding="utf-8"))
             else:
-                import yaml
-
                 cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
         except Exception:  # a config we cannot read only costs the label
             return None
@@ -314,10 +314,12 @@ def series(run: RunData, keys: Sequence[str]) -> tuple[str, list[float], list[fl
 # ----------------------------------------------------------------------------------------------------
 # Figures (matplotlib, Agg, no pyplot global state)
 # ----------------------------------------------------------------------------------------------------
+# matplotlib is imported in the functions that draw: it costs ~0.8 s to import, which `searchrl report --help`,
+# `searchrl compare` (until its runs end) and the readers of run data must not pay.
 
 
 def _new_figure(n_panels: int, ncols: int = 2, panel_size: tuple[float, float] = (5.2, 3.4)) -> tuple[Any, list[Any]]:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # local: matplotlib, see above
     from matplotlib.figure import Figure
 
     ncols = max(1, min(ncols, n_panels))
@@ -329,14 +331,14 @@ def _new_figure(n_panels: int, ncols: int = 2, panel_size: tuple[float, float] =
 
 
 def _colours(n: int) -> list[Any]:
-    from matplotlib import colormaps
+    from matplotlib import colormaps  # local: matplotlib, see above
 
     cmap = colormaps["tab10"]
     return [cmap(i % 10) for i in range(n)]
 
 
 def _style_axes(ax: Any, ylabel: str) -> None:
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # local: matplotlib, see above
 
     ax.set_xlabel("step")
     ax.set_ylabel(ylabel)
@@ -530,18 +532,15 @@ class FinalTable:
 
 
 def _column_order(names: list[str]) -> list[str]:
-    try:
-        from searchrl.evaluation.report import column_order
-    except ImportError:  # the evaluation package is optional for reading runs
-        return names
+    # local: searchrl.evaluation imports numpy (~0.2 s); `searchrl report --help` must not pay it
+    from searchrl.evaluation.report import column_order
+
     return column_order(names)
 
 
 def _column_title(name: str) -> str:
-    try:
-        from searchrl.evaluation.report import column_title
-    except ImportError:
-        return name
+    from searchrl.evaluation.report import column_title  # local: see _column_order
+
     return column_title(name)
 
 
@@ -668,7 +667,7 @@ def pooled_gain(members: Sequence[RunData], resamples: int = 2000, seed: int = 0
     questions (every seed's outcome on a question moves with it). Uses each run's evals.json (per-question EM at
     the start and the end of RL); questions missing from any run are left out. (gain, low, high, n questions).
     """
-    import numpy as np
+    import numpy as np  # local: numpy costs ~0.13 s to import; `searchrl report --help` must not pay it
 
     tables = []
     for run in members:

@@ -22,9 +22,12 @@ from typing import Any
 
 import torch
 
+from searchrl.data.oracle import load_oracle
 from searchrl.data.types import Question
 from searchrl.errors import DataError
 from searchrl.models import module_device
+from searchrl.rewards import RewardConfig, score_trajectories
+from searchrl.rollout import RolloutEngine, ScriptedBackend
 from searchrl.rollout.types import Trajectory, Turn
 from searchrl.training.batching import TokenBatch, collate, split_indices, token_logprobs
 from searchrl.training.policy import autocast, make_optimizer, make_scheduler, trainable_parameters
@@ -305,10 +308,6 @@ def oracle_trajectories(
     only if it ends with the gold answer and the answer appears in what was retrieved (otherwise budgets or the
     retriever broke it, and training on it would teach an ungrounded answer).
     """
-    from searchrl.data.oracle import load_oracle
-    from searchrl.rewards import RewardConfig, score_trajectories
-    from searchrl.rollout import RolloutEngine, ScriptedBackend
-
     records = load_oracle(oracle_path(source))
     by_uid = {q.uid: q for q in source.questions}
     prefix = protocol_cfg.assistant_prefix

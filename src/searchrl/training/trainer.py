@@ -9,9 +9,11 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import signal
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,10 +21,29 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from rich.table import Table
+from safetensors.torch import load_file
 
+from searchrl import models  # models.load_policy, looked up at call time (tests and benchmarks replace it)
+from searchrl.algorithms import policy_loss_names
+from searchrl.data import load_source
 from searchrl.errors import SearchRLError
+from searchrl.evaluation.bootstrap import bootstrap_ci
+from searchrl.evaluation import harness
+from searchrl.fileio import atomic_write_text
+from searchrl.models import checkpoint_dir, is_lora, load_trainable_state
+from searchrl.retrieval.cache import CachedRetriever
+from searchrl.retrieval.index import cached_bm25_index, load_index, load_retriever
+from searchrl.rollout import RolloutEngine
+from searchrl.rollout.hf import HFBackend
 from searchrl.rollout.types import Trajectory
 from searchrl.training.batching import TokenBatch
+from searchrl.training.config import build_objective_from
+from searchrl.training.diagnostics import TOKEN_DIAGNOSTIC_KEYS
+from searchrl.training.logger import RunLogger
+from searchrl.training.monitor import CollapseMonitor
+from searchrl.training.policy import lr_multiplier, make_optimizer, prepare_for_training, reference_policy
+from searchrl.training.sft import trajectory_to_record
 
 NAN = float("nan")
 
@@ -112,22 +133,9 @@ class Trainer:
     """Holds the live objects of a run; `train()` below drives it. Built once per run (or resume)."""
 
     def __init__(self, cfg: Any, run_dir: Path, *, console: bool = True) -> None:
-        import time
-
-        from searchrl.algorithms import policy_loss_names
-        from searchrl.data import load_source
-        from searchrl.models import load_policy, resolve_device
-        from searchrl.rollout import RolloutEngine
-        from searchrl.rollout.hf import HFBackend
-        from searchrl.training.config import build_objective_from
-        from searchrl.training.diagnostics import TOKEN_DIAGNOSTIC_KEYS
-        from searchrl.training.logger import RunLogger
-        from searchrl.training.monitor import CollapseMonitor
-        from searchrl.training.policy import make_optimizer, prepare_for_training
-
         self.started = time.perf_counter()  # train.time_budget_min counts from here
         self.cfg = cfg
-        self.device = resolve_device(cfg.train.device)  # first: a missing GPU fails before anything loads
+        self.device = models.resolve_device(cfg.train.device)  # first: a missing GPU fails before anything loads
         self.run_dir = Path(run_dir)
         self.state = TrainerState()
         self.abortable = True
@@ -157,7 +165,7 @@ class Trainer:
         # frozen base in model.dtype) on train.device.
         start_from = cfg.train.warm_start if cfg.train.warm_start not in (None, "sft") else cfg.model.name
         dtype = getattr(torch, cfg.model.dtype)
-        model, tokenizer = load_policy(start_from, dtype=dtype)
+        model, tokenizer = models.load_policy(start_from, dtype=dtype)
         self.tokenizer = tokenizer
         self.pad_id = int(tokenizer.pad_token_id)
         self.model = prepare_for_training(
@@ -185,15 +193,10 @@ class Trainer:
         """The KL reference: the policy at the start of RL (after any warm start), i.e. checkpoint step 0.
 
         Under LoRA it is the model with its adapters disabled (the base model, no copy)."""
-        from searchrl.training.checkpoint import checkpoint_dir, load_trainable_state
-        from searchrl.training.policy import is_lora, reference_policy
-
         if self.reference is not None or not self.objective.needs_ref:
             return
         self.reference = reference_policy(self.model)
         if not is_lora(self.model):
-            from safetensors.torch import load_file
-
             start = checkpoint_dir(self.run_dir, 0) / "weights.safetensors"
             with self.reference() as frozen:
                 for p in frozen.parameters():
@@ -221,8 +224,6 @@ class Trainer:
 
     def set_lr(self, step: int) -> None:
         """lr of step `step` (1-based): warm-up/schedule multiplier × rollback scale × train.lr."""
-        from searchrl.training.policy import lr_multiplier
-
         t = self.cfg.train
         lr = t.lr * self.state.lr_scale * lr_multiplier(
             step - 1, warmup_steps=self.cfg.derived.warmup_steps, total_steps=t.steps, schedule=t.lr_schedule
@@ -244,8 +245,6 @@ class Trainer:
     def validate(self, label: str, *, test: bool = False, limit: int | None = None) -> dict[str, Any]:
         """Greedy evaluation of the live policy on the validation split(s), or with `test=True` on the test
         split(s) (the validation split(s) when `data.test_split` is null); returns a JSON-safe summary."""
-        from searchrl.evaluation.harness import evaluate
-
         cfg = self.cfg
         on_test = test and self.test_sources is not None
         split = cfg.data.test_split if on_test else cfg.data.val_split
@@ -253,7 +252,7 @@ class Trainer:
             limit = cfg.val.test_max_questions if on_test else cfg.val.max_questions
         self.logger.status(f"{'test' if on_test else 'validation'} ({label}, {split} split)")
         was_training = self.model.training
-        report = evaluate(
+        report = harness.evaluate(  # through the module, so a test's replacement is seen wherever imported
             self.model, self.tokenizer, self.test_sources if on_test else self.val_sources,
             retriever=self.val_retrievers or None, limit=limit, protocol_cfg=cfg.protocol, rollout_cfg=cfg.rollout,
             batch_size=cfg.val.batch_size, seed=cfg.seed, progress=False,
@@ -296,24 +295,17 @@ class Trainer:
 
 def validation_sources(cfg: Any) -> list:
     """The sources validated on: `data.val`, or else the training source, each at `data.val_split`."""
-    from searchrl.data import load_source
-
     return [load_source(s, split=cfg.data.val_split) for s in (cfg.data.val or (cfg.data.train,))]
 
 
 def test_sources(cfg: Any) -> list | None:
     """The same sources at `data.test_split` (None when it is null), evaluated only at the start and end of RL."""
-    from searchrl.data import load_source
-
     if cfg.data.test_split is None:
         return None
     return [load_source(s, split=cfg.data.test_split) for s in (cfg.data.val or (cfg.data.train,))]
 
 
 def build_retriever(cfg: Any, source: Any) -> Any:
-    from searchrl.retrieval import CachedRetriever
-    from searchrl.retrieval.index import cached_bm25_index, load_index, load_retriever
-
     if cfg.retrieval.index:
         return load_retriever(cfg.retrieval.index, cache=cfg.retrieval.cache)
     if source.corpus_path is None:
@@ -358,11 +350,6 @@ def _answer_token_positions(traj: Trajectory, tokenizer: Any) -> list[int]:
 
 
 def write_samples(t: Trainer, step: int, trajectories: Sequence[Trajectory]) -> None:
-    import json
-
-    from searchrl.training.checkpoint import atomic_write_text
-    from searchrl.training.sft import trajectory_to_record
-
     lines = [json.dumps(trajectory_to_record(tr, t.tokenizer), ensure_ascii=False) for tr in trajectories]
     atomic_write_text(t.run_dir / "samples" / f"step_{step:04d}.jsonl", "".join(line + "\n" for line in lines))
 
@@ -378,8 +365,6 @@ def paired_gain(start: dict[str, Any] | None, final: dict[str, Any], *, seed: in
     d_i = EM_final(q_i) − EM_start(q_i); the interval is the percentile bootstrap of mean(d) (resampling
     questions, so the two evaluations' shared per-question difficulty cancels).
     """
-    from searchrl.evaluation.bootstrap import bootstrap_ci
-
     out: dict[str, Any] = {}
     if start is None:
         return out
@@ -405,8 +390,6 @@ def gain_verdict(gain: dict[str, Any]) -> str:
 
 
 def print_summary(t: Trainer, summary: dict[str, Any]) -> None:
-    from rich.table import Table
-
     table = Table(title=f"EM on the {summary.get('split') or 'validation'} split (greedy, 95% bootstrap CI) — {t.run_dir}")
     table.add_column("policy")
     for name in t.val_names:

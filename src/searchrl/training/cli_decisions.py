@@ -11,15 +11,25 @@ log-odds of searching again per question type, how many decisions are right, the
 another search and points that do not, and the best that one shared shift of the log-odds could do; for each
 later model, the change against the first. See `searchrl.evaluation.decisions` for the definitions.
 """
+# This command lives in training/ because it reads a training config (load_config, validation_sources); the
+# analysis itself is searchrl.evaluation.decisions, which imports nothing from training.
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
 from searchrl.errors import SearchRLError
+from searchrl.fileio import atomic_write_bytes, atomic_write_text
+from searchrl.models import load_policy, resolve_device
+from searchrl.protocol import prompt_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,13 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    import os
-
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from rich.console import Console
-    from rich.table import Table
-
+    # local: evaluation.decisions and training.trainer import torch (~2.2 s), evaluation.harness numpy (~0.2 s),
+    # training.config ~0.17 s; `searchrl decisions --help` must not pay them
     from searchrl.evaluation.decisions import (
         compare_summaries,
         decision_log_odds,
@@ -54,8 +61,6 @@ def main(args: argparse.Namespace) -> int:
         summarise_decisions,
     )
     from searchrl.evaluation.harness import evaluate
-    from searchrl.models import load_policy, resolve_device
-    from searchrl.protocol import prompt_text
     from searchrl.training.config import load_config
     from searchrl.training.trainer import validation_sources
 
@@ -116,8 +121,6 @@ def main(args: argparse.Namespace) -> int:
                       f"(per type: {per}){auc}")
     if args.out:
         out = Path(args.out).expanduser()
-        from searchrl.fileio import atomic_write_text
-
         atomic_write_text(out / "decisions.json", json.dumps({"contexts_from": args.model[0], "results": results},
                                                             indent=1))
         plot_decisions(results, out / "decisions.png")
@@ -134,10 +137,9 @@ def short_name(spec: str) -> str:
 def plot_decisions(results: list[dict[str, Any]], path: Path) -> None:
     """One panel per model: the log-odds of each question type's decision points, split by whether they need a
     further search (filled) or not (outlined); the threshold 0 is where greedy decoding flips."""
+    # local: matplotlib costs ~0.8 s to import; only --out draws
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
-    from searchrl.fileio import atomic_write_bytes
 
     fig = Figure(figsize=(4.2 * len(results), 3.4), layout="constrained")
     axes = fig.subplots(1, len(results), squeeze=False, sharey=True)[0]
@@ -157,8 +159,6 @@ def plot_decisions(results: list[dict[str, Any]], path: Path) -> None:
         ax.set_title(short_name(r["model"]), fontsize=9)
     fig.suptitle("filled: the point needs another search; outlined: it does not; greedy decoding searches right of 0",
                  fontsize=8)
-    import io
-
     buf = io.BytesIO()
     FigureCanvasAgg(fig).print_png(buf)
     atomic_write_bytes(path, buf.getvalue())
