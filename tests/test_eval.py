@@ -338,6 +338,32 @@ def test_cli_eval_writes_json_markdown_and_samples(tiny_model_dir: Path, tmp_pat
     assert f"{bad}.few_shot: unknown key" in capsys.readouterr().err
 
 
+def test_cli_eval_uses_the_settings_an_exported_agent_carries(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """A model folder with searchrl_agent.json (final_model/, start_model/) is prompted as it was trained, with its
+    turn budgets; flags given on the command line still win."""
+    import shutil
+
+    from searchrl.models import write_agent_settings
+
+    agent = tmp_path / "agent"
+    shutil.copytree(tiny_model_dir, agent)
+    protocol = {"instruction": "Q: {question}\n", "assistant_prefix": "<search> ", "use_chat_template": False}
+    write_agent_settings(agent, protocol, {"max_turns": 1, "max_turn_tokens": 3, "max_obs_tokens": 16, "topk": 2,
+                                           "temperature": 1.0})
+    out = tmp_path / "res.json"
+    common = ["--data", "world", "--limit", "2", "--no-progress", "--resamples", "20", "--device", "cpu"]
+    assert cli_main(["eval", "--model", str(agent), "--out", str(out), *common]) == 0
+    settings = json.loads(out.read_text())["settings"]
+    assert settings["protocol"]["instruction"] == "Q: {question}\n"
+    assert settings["protocol"]["assistant_prefix"] == "<search> "
+    assert {k: settings["rollout"][k] for k in ("max_turns", "max_turn_tokens", "max_obs_tokens", "topk")} == {
+        "max_turns": 1, "max_turn_tokens": 3, "max_obs_tokens": 16, "topk": 2}
+    assert cli_main(["eval", "--model", str(agent), "--out", str(out), "--max-turn-tokens", "5", *common]) == 0
+    assert json.loads(out.read_text())["settings"]["rollout"]["max_turn_tokens"] == 5
+    (agent / "searchrl_agent.json").write_text("{not json")
+    assert cli_main(["eval", "--model", str(agent), *common]) == 2
+
+
 def test_cli_protocol_from_template_files(tmp_path: Path) -> None:
     import argparse
 

@@ -93,6 +93,14 @@ def test_tiny_run_end_to_end_writes_the_run_folder(tiny_model, tmp_path):
     model, _ = load_policy(run / "final_model")  # loadable by `searchrl eval`
     from searchrl.fileio import current_umask
     assert (run / "final_model" / "model.safetensors").stat().st_mode & 0o777 == 0o666 & ~current_umask()  # not 0600
+    # The start of RL beside the end, both loadable, both carrying the protocol they were trained with.
+    for folder in ("start_model", "final_model"):
+        settings = json.loads((run / folder / "searchrl_agent.json").read_text())
+        assert settings["protocol"]["assistant_prefix"] == cfg.protocol.assistant_prefix
+        assert settings["rollout"]["max_turns"] == cfg.rollout.max_turns
+    start, _ = load_policy(run / "start_model")
+    step0 = load_file(str(run / "checkpoints" / "step_000000" / "weights.safetensors"))
+    assert all(torch.equal(value, step0[name]) for name, value in start.named_parameters() if name in step0)
     saved = load_file(str(run / "checkpoints" / "step_000003" / "weights.safetensors"))
     for name, value in model.named_parameters():
         assert torch.equal(value, saved[name])

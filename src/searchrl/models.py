@@ -103,6 +103,38 @@ def module_device(model: torch.nn.Module) -> torch.device:
     return next(model.parameters()).device
 
 
+# An exported agent (final_model/, start_model/, `searchrl sft --out`) carries the protocol and turn budgets it was
+# trained with, so `searchrl eval --model FOLDER` prompts it the way it learned unless told otherwise.
+AGENT_SETTINGS_FILE = "searchrl_agent.json"
+AGENT_ROLLOUT_KEYS = ("max_turns", "max_turn_tokens", "max_obs_tokens", "topk")
+
+
+def write_agent_settings(folder: Path, protocol: dict[str, Any], rollout: dict[str, Any]) -> None:
+    """Write `AGENT_SETTINGS_FILE` into a model folder: the protocol section and the rollout budgets."""
+    import json
+
+    payload = {"protocol": protocol, "rollout": {k: rollout[k] for k in AGENT_ROLLOUT_KEYS if k in rollout}}
+    (Path(folder) / AGENT_SETTINGS_FILE).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n",
+                                                     encoding="utf-8")
+
+
+def read_agent_settings(model: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The settings an exported agent folder carries ({"protocol": {...}, "rollout": {...}}), or None."""
+    import json
+
+    path = Path(model) / AGENT_SETTINGS_FILE
+    if not path.is_file():
+        return None
+    try:
+        values = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SearchRLError(f"{path}: not readable as JSON ({exc}); delete it to evaluate with the defaults") from None
+    if not isinstance(values, dict) or not isinstance(values.get("protocol", {}), dict) \
+            or not isinstance(values.get("rollout", {}), dict):
+        raise SearchRLError(f"{path}: expected {{\"protocol\": {{...}}, \"rollout\": {{...}}}}")
+    return values
+
+
 def cache_dir() -> Path:
     """The searchrl cache folder: `$SEARCHRL_CACHE`, else `~/.cache/searchrl`."""
     return Path(os.environ.get("SEARCHRL_CACHE") or Path.home() / ".cache" / "searchrl").expanduser()

@@ -38,19 +38,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="write the JSON report here and the Markdown table beside it (.md)")
     parser.add_argument("--samples", default=None, help="also write one JSON line per question (answer, scores, text)")
     parser.add_argument("--batch-size", type=int, default=32, help="questions per rollout batch (default %(default)s)")
-    parser.add_argument("--max-turns", type=int, default=d.max_turns, help="searches allowed (default %(default)s)")
-    parser.add_argument("--max-turn-tokens", type=int, default=d.max_turn_tokens,
-                        help="generated tokens per turn (default %(default)s)")
-    parser.add_argument("--max-obs-tokens", type=int, default=d.max_obs_tokens,
-                        help="tokens per observation (default %(default)s)")
-    parser.add_argument("--topk", type=int, default=d.topk, help="passages per search (default %(default)s)")
+    saved = "default: the model folder's saved setting (an exported agent carries its training's), else"
+    parser.add_argument("--max-turns", type=int, default=None, help=f"searches allowed ({saved} {d.max_turns})")
+    parser.add_argument("--max-turn-tokens", type=int, default=None,
+                        help=f"generated tokens per turn ({saved} {d.max_turn_tokens})")
+    parser.add_argument("--max-obs-tokens", type=int, default=None,
+                        help=f"tokens per observation ({saved} {d.max_obs_tokens})")
+    parser.add_argument("--topk", type=int, default=None, help=f"passages per search ({saved} {d.topk})")
     parser.add_argument("--prefix", default=None,
                         help="assistant prefix: text that opens the reply, e.g. '<search>' (small models need it)")
     parser.add_argument("--template", default=None,
                         help=f"prompt: a preset ({', '.join(PROTOCOL_PRESETS)}), a text file holding the instruction "
                              "with {question}, or a .yaml/.json file of protocol settings (instruction, "
                              "system_message, few_shot_question, few_shot_response, assistant_prefix, "
-                             "use_chat_template, preset); default: the mode's prompt (Search-R1's for search)")
+                             "use_chat_template, preset); default: in search mode the protocol an exported agent "
+                             "was trained with, else the mode's prompt (Search-R1's for search)")
     parser.add_argument("--chat-template", choices=("auto", "on", "off"), default="auto",
                         help="wrap the prompt in the tokenizer's chat template (auto: when it has one)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample and the bootstrap (default 0)")
@@ -60,12 +62,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="auto (a GPU when torch sees one, else the CPU), cpu, cuda or cuda:N (default %(default)s)")
 
 
-def build_protocol(args: argparse.Namespace):
-    """The protocol from --template / --prefix / --chat-template on top of the mode's default prompt."""
+def build_protocol(args: argparse.Namespace, saved: dict | None = None):
+    """The protocol from --template / --prefix / --chat-template on top of the mode's default prompt, or, in
+    search mode, of the protocol an exported agent was trained with (`saved`, models.read_agent_settings)."""
     from searchrl.evaluation.harness import default_protocol
     from searchrl.protocol import PROTOCOL_PRESETS, ProtocolConfig
 
-    if args.template is None:
+    if args.template is None and saved and args.mode == "search":
+        protocol = ProtocolConfig.from_dict(saved["protocol"], where=f"{args.model}/searchrl_agent.json: protocol")
+    elif args.template is None:
         protocol = default_protocol(args.mode)
     elif args.template in PROTOCOL_PRESETS:
         protocol = PROTOCOL_PRESETS[args.template]
@@ -109,7 +114,7 @@ def main(args: argparse.Namespace) -> int:
     from searchrl.data.loaders import load_sources
     from searchrl.evaluation.harness import evaluate
     from searchrl.fileio import atomic_write_text, check_writable
-    from searchrl.models import resolve_device
+    from searchrl.models import AGENT_ROLLOUT_KEYS, read_agent_settings, resolve_device
     from searchrl.rollout.engine import RolloutConfig
 
     console = Console(stderr=True)
@@ -121,9 +126,16 @@ def main(args: argparse.Namespace) -> int:
         check_writable(path, "--out")
     if args.samples:
         check_writable(args.samples, "--samples")
-    protocol = build_protocol(args)
-    rollout = RolloutConfig(max_turns=args.max_turns, max_turn_tokens=args.max_turn_tokens,
-                            max_obs_tokens=args.max_obs_tokens, topk=args.topk, greedy=True, seed=args.seed)
+    saved = read_agent_settings(args.model) if Path(args.model).is_dir() else None
+    protocol = build_protocol(args, saved)
+    budgets = {k: v for k, v in (saved or {}).get("rollout", {}).items() if k in AGENT_ROLLOUT_KEYS}
+    budgets.update({k: getattr(args, k) for k in AGENT_ROLLOUT_KEYS if getattr(args, k) is not None})
+    rollout = RolloutConfig.from_dict({**budgets, "greedy": True, "seed": args.seed},
+                                      where=f"{args.model}/searchrl_agent.json: rollout" if saved else "rollout")
+    if saved:
+        shown = ", ".join(f"{k}={v}" for k, v in budgets.items())
+        console.print(f"model {args.model}: evaluated with the settings it was trained with ({shown}"
+                      + (", and its prompt)" if args.mode == "search" and args.template is None else ")"))
     sources = load_sources(args.data, split=args.split)
     for s in sources:
         console.print(f"[bold]{s.name}[/]: {len(s.questions)} questions ({s.origin})")

@@ -208,7 +208,7 @@ class CheckpointConfig:
     every: int = setting(10, "save every N RL steps (0: only at the end and on Ctrl-C)", ge=0)
     keep_last: int = setting(2, "keep the last K checkpoints", ge=1)
     keep_best: bool = setting(True, "also keep the checkpoint with the best validation EM")
-    export_final: bool = setting(True, "write final_model/ (an HF folder loadable by `searchrl eval`) at the end")
+    export_final: bool = setting(True, "write start_model/ (the start of RL) and final_model/ (the end): HF folders `searchrl eval` loads, with the protocol they were trained with")
 
 
 @dataclass(frozen=True)

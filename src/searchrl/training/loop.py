@@ -445,6 +445,7 @@ def _scatter(target: torch.Tensor, rows: Sequence[int], values: torch.Tensor) ->
 # ============================================================================================ driving a run
 
 
+START_MODEL = "start_model"  # the policy at the start of RL (after any warm start), exported like final_model/
 RUN_MARKER = ".searchrl-run"  # written into every run folder it creates: the only folders run.overwrite replaces
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
@@ -655,6 +656,11 @@ def _start(t: Trainer) -> None:
         t.state.best_score, t.state.best_step = t.score(val_start), 0
     t.abortable = True
     _save(t, best=cfg.val.at_start)
+    if cfg.checkpoint.export_final:
+        # The start of RL as a model folder beside final_model/: both evaluate on any data (`searchrl eval
+        # --model`). A kill before this line leaves checkpoints/step_000000, which loads the same weights.
+        t.logger.status("exporting start_model/")
+        export_policy(t.model, t.tokenizer, t.run_dir / START_MODEL, protocol=cfg.protocol, rollout=cfg.rollout)
 
 
 def _warm_start_sft(t: Trainer) -> dict[str, Any]:
@@ -832,7 +838,7 @@ def _finish(t: Trainer) -> dict[str, Any]:
     t.state.evals["final"] = final
     if cfg.checkpoint.export_final:
         t.logger.status("exporting final_model/")
-        export_policy(t.model, t.tokenizer, t.run_dir / "final_model")
+        export_policy(t.model, t.tokenizer, t.run_dir / "final_model", protocol=cfg.protocol, rollout=cfg.rollout)
     atomic_write_json(
         t.run_dir / "final_eval.json",
         {"step": t.state.step, "datasets": {n: eval_entry(e) for n, e in final["datasets"].items()}},

@@ -21,7 +21,8 @@ import torch
 
 from searchrl.errors import ConfigError
 from searchrl.fileio import give_umask_permissions
-from searchrl.models import is_lora
+from searchrl.models import is_lora, write_agent_settings
+from searchrl.settings import to_dict
 
 
 def prepare_for_training(
@@ -228,8 +229,12 @@ def reference_policy(model: torch.nn.Module) -> Any:
     return use_copy
 
 
-def export_policy(model: torch.nn.Module, tokenizer: Any, out_dir: Path) -> Path:
-    """Save an HF folder (LoRA merged into a copy) atomically: `load_policy(out_dir)` and `searchrl eval` read it."""
+def export_policy(model: torch.nn.Module, tokenizer: Any, out_dir: Path, *, protocol: Any = None,
+                  rollout: Any = None) -> Path:
+    """Save an HF folder (LoRA merged into a copy) atomically: `load_policy(out_dir)` and `searchrl eval` read it.
+
+    With `protocol` and `rollout` (the run's config sections), the folder also carries them
+    (`models.AGENT_SETTINGS_FILE`), and `searchrl eval --model out_dir` prompts the agent as it was trained."""
     out_dir = Path(out_dir)
     tmp = out_dir.parent / f".tmp-{out_dir.name}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -239,6 +244,8 @@ def export_policy(model: torch.nn.Module, tokenizer: Any, out_dir: Path) -> Path
     try:
         to_save.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        if protocol is not None and rollout is not None:
+            write_agent_settings(tmp, to_dict(protocol), to_dict(rollout))
         give_umask_permissions(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)  # a failed export (full disk) leaves no half-written folder

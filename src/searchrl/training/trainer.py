@@ -85,7 +85,7 @@ class QuestionSampler:
         return out
 
 
-def install_sigint(trainer: Any) -> Any:
+def install_sigint(trainer: Trainer) -> Any:
     """Ctrl-C: abort the step at once while no update has happened (the last checkpoint's state is still the
     live state), else finish the step; either way save a checkpoint and exit cleanly. A second Ctrl-C during
     the finishing step stops at once (the last periodic checkpoint stays)."""
