@@ -38,3 +38,9 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+# Packaged configs that need a value from the user (`data.train=DIR` of real data), with what the tests give them.
+REQUIRED_OVERRIDES: dict[str, list[str]] = {
+    "nq_cpu": [f"data.train={Path(__file__).parent / 'fixtures' / 'qa' / 'nq_oracle'}"],
+}

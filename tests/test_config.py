@@ -123,7 +123,9 @@ def test_config_names_resolve_to_packaged_files(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", packaged_config_names())
 def test_every_packaged_config_loads(name):
-    cfg = load_config(name)
+    from conftest import REQUIRED_OVERRIDES
+
+    cfg = load_config(name, REQUIRED_OVERRIDES.get(name, []))
     assert cfg.derived.updates_per_step >= 1
 
 

@@ -141,3 +141,34 @@ def test_sft_command_writes_a_loadable_model(tiny_model, tmp_path):
     assert len((out / "sft_metrics.jsonl").read_text().splitlines()) == summary["sft"]["updates"]
     load_policy(out)
     assert main(["sft", f"model.name={tiny_model}", "--out", str(out)]) == 2  # refuses to overwrite
+
+
+def test_the_retrieval_oracle_warm_starts_real_qa_data(tiny_model):
+    """A real QA folder has no oracle file: search with the question, answer with a gold answer a top-k passage
+    holds, drop the question otherwise; the replays are real rollouts that score EM 1 on grounded answers."""
+    from searchrl.data import load_source
+    from searchrl.models import load_policy
+    from searchrl.rewards import answer_in_retrieval
+    from searchrl.training.sft import oracle_trajectories, retrieval_oracle_scripts
+    from searchrl.training.trainer import build_retriever
+
+    folder = Path(__file__).parent / "fixtures" / "qa" / "nq_oracle"
+    cfg = load_config("demo", [f"data.train={folder}", "data.train_split=train", "protocol.assistant_prefix=<search>",
+                               "rollout.max_turn_tokens=48", "rollout.max_obs_tokens=256", "rollout.topk=3"])
+    source = load_source(str(folder), split="train")
+    retriever = build_retriever(cfg, source)
+    pairs, dropped = retrieval_oracle_scripts(source.questions[:40], retriever, 3)
+    assert len(pairs) + dropped == 40 and 0 < len(pairs) < 40  # BM25 finds some answers, not all
+    for question, turns in pairs:
+        assert turns[0] == f"<search> {question.question} </search>"
+        answer = turns[1].removeprefix("<answer> ").removesuffix(" </answer>")
+        assert answer in question.golden_answers
+        passages = [h.contents for h in retriever.search([question.question], topk=3)[0]]
+        assert answer_in_retrieval(passages, answer)
+    _, tokenizer = load_policy(tiny_model)
+    data = oracle_trajectories(source, tokenizer, retriever, cfg.protocol, cfg.rollout, limit=40, think=False)
+    assert data.dropped["answer_not_in_top_k"] == dropped
+    assert len(data.trajectories) + sum(data.dropped.values()) == 40
+    assert len(data.trajectories) >= 0.8 * len(pairs)  # replays end on the grounded gold answer
+    for traj in data.trajectories:
+        assert traj.reward == 1.0 and traj.num_searches == 1 and traj.extras["answer_in_retrieval"]

@@ -26,7 +26,7 @@ from searchrl.data.oracle import load_oracle
 from searchrl.data.types import Question
 from searchrl.errors import DataError
 from searchrl.models import module_device
-from searchrl.rewards import RewardConfig, score_trajectories
+from searchrl.rewards import RewardConfig, answer_in_retrieval, score_trajectories
 from searchrl.rollout import RolloutEngine, ScriptedBackend
 from searchrl.rollout.types import Trajectory, Turn
 from searchrl.training.batching import TokenBatch, collate, split_indices, token_logprobs
@@ -288,6 +288,26 @@ class OracleData:
     dropped: dict[str, int]
 
 
+def retrieval_oracle_scripts(
+    questions: Sequence[Question], retriever: Any, topk: int
+) -> tuple[list[tuple[Question, list[str]]], int]:
+    """The retrieval oracle, for real QA data where no gold search path exists: search with the question; when a
+    passage of the top `topk` contains a gold answer (normalised, as `rewards.answer_in_retrieval`), answer with
+    that gold answer; otherwise drop the question. It teaches the protocol (search, read, answer with a short
+    span), not answers the passages do not hold. Returns ((question, model turns) pairs, number dropped)."""
+
+    hits = retriever.search([q.question for q in questions], topk=topk) if questions else []
+    kept, dropped = [], 0
+    for question, found in zip(questions, hits):
+        passages = [h.contents for h in found]
+        answer = next((g for g in question.golden_answers if answer_in_retrieval(passages, g)), None)
+        if answer is None:
+            dropped += 1
+            continue
+        kept.append((question, [f"<search> {question.question} </search>", f"<answer> {answer} </answer>"]))
+    return kept, dropped
+
+
 def oracle_trajectories(
     source: Any,
     tokenizer: Any,
@@ -307,16 +327,22 @@ def oracle_trajectories(
     `think=False` the oracle's `<think>…</think>` texts are removed (actions only). A replay is kept
     only if it ends with the gold answer and the answer appears in what was retrieved (otherwise budgets or the
     retriever broke it, and training on it would teach an ungrounded answer).
+
+    A source without an oracle file (real QA data) gets the retrieval oracle, :func:`retrieval_oracle_scripts`.
     """
-    records = load_oracle(oracle_path(source))
-    by_uid = {q.uid: q for q in source.questions}
+    has_file = source.corpus_path is not None and (
+        Path(source.corpus_path).parent / f"oracle_{source.split or 'train'}.jsonl").is_file()
+    if has_file:
+        records = load_oracle(oracle_path(source))
+        by_uid = {q.uid: q for q in source.questions}
+        pairs = [(by_uid[rec.uid], rec.model_turns()) for rec in records[:limit] if rec.uid in by_uid]
+        dropped = {"wrong_or_unfinished": 0, "answer_not_retrieved": 0}
+    else:
+        pairs, no_answer = retrieval_oracle_scripts(source.questions[:limit], retriever, rollout_cfg.topk)
+        dropped = {"answer_not_in_top_k": no_answer, "wrong_or_unfinished": 0, "answer_not_retrieved": 0}
     prefix = protocol_cfg.assistant_prefix
     questions, scripts = [], []
-    for rec in records[:limit]:
-        question = by_uid.get(rec.uid)
-        if question is None:
-            continue
-        turns = rec.model_turns()
+    for question, turns in pairs:
         if not think:
             turns = [_THINK.sub("", turn) for turn in turns]
         if prefix:
@@ -329,7 +355,6 @@ def oracle_trajectories(
         questions.append(question)
         scripts.append(turns)
     out: list[Trajectory] = []
-    dropped = {"wrong_or_unfinished": 0, "answer_not_retrieved": 0}
     for begin in range(0, len(questions), batch_size):
         backend = ScriptedBackend(tokenizer, scripts[begin : begin + batch_size], logprob=0.0, eos_after_turn=False)
         engine = RolloutEngine(backend, tokenizer, retriever, protocol_cfg, rollout_cfg)
