@@ -11,7 +11,8 @@ on the LM head that sets the EOS ids and the ids beyond the tokenizer to -1e4): 
 `--max-tokens` long on both sides (the table prints the measured mean, to check). Everything else is bench_train.py's
 setting: the same questions in the same order (the world's, as searchrl's `QuestionSampler` draws them), the demo's
 compact single-turn prompt opened with `<answer>`, B questions x G completions per step, the same mini- and
-micro-batches, lr, bf16 autocast over fp32 weights, gradient checkpointing, sampling at T=1 without top-p/top-k,
+micro-batches, lr, bf16 autocast over fp32 weights in sampling and training alike (TRL: accelerate wraps the model's
+forward, generation included; searchrl: `rollout.bf16`), gradient checkpointing, sampling at T=1 without top-p/top-k,
 GRPO without KL, EM reward. searchrl: `train.device=cuda`, `rollout.max_turns=0`. TRL: `GRPOTrainer` on the GPU
 with transformers' `generate` (no vLLM), `per_device_train_batch_size` = micro, `gradient_accumulation_steps` =
 mini/micro, `steps_per_generation` = B*G/micro.
@@ -19,11 +20,12 @@ mini/micro, `steps_per_generation` = B*G/micro.
 Timing: CUDA is synchronised at each stamp. "rollout" is `RolloutEngine.run` (searchrl) or `GRPOTrainer._generate`
 (TRL); rollout tokens/s = sampled tokens / rollout wall time; a step is one generation batch and all its optimiser
 updates; peak memory is `torch.cuda.max_memory_allocated` of the worker process. Each framework runs in its own
-subprocess, alternating (`--rounds`), one at a time on the GPU; the first step of each process is warm-up and is
-dropped; the table gives the median and [min, max] over the remaining steps of all rounds, with the GPU, driver,
-CUDA, torch and CPU recorded.
+subprocess, alternating (`--rounds`; who goes first swaps each round), one at a time on the GPU; the first step of
+each process is warm-up and is dropped; the table gives the median and [min, max] over the remaining steps of all
+rounds, and the searchrl / TRL ratio per round (median [min, max]), with the GPU, driver, CUDA, torch and CPU
+recorded. `--json` is rewritten after every process, so an interrupted run keeps what it measured.
 
-    .venv/bin/python benchmarks/bench_gpu.py                                   # both models, 2 rounds x 3 steps
+    .venv/bin/python benchmarks/bench_gpu.py                                   # both models, 3 rounds x 3 steps
     .venv/bin/python benchmarks/bench_gpu.py --models qwen2.5-0.5b --json /tmp/bench_gpu.json
 
 Without a CUDA GPU it says so and exits with status 2 (`make bench` skips it there). Results: docs/benchmarks.md.
@@ -173,7 +175,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         f"model.gradient_checkpointing={str(bool(args.gradient_checkpointing)).lower()}", "model.lora.enabled=false",
         "rollout.max_turns=0", f"rollout.max_turn_tokens={args.max_tokens}",
         f"rollout.max_response_tokens={args.max_tokens}",
-        "rollout.temperature=1.0", "rollout.top_p=1.0", "rollout.top_k=0", "rollout.greedy=false",
+        f"rollout.bf16={str(bool(args.bf16)).lower()}", "rollout.temperature=1.0", "rollout.top_p=1.0", "rollout.top_k=0", "rollout.greedy=false",
         f"protocol.instruction={json.dumps(INSTRUCTION)}", f"protocol.assistant_prefix={PREFIX}",
         "protocol.use_chat_template=false", "reward.metric=em",
         "algorithm.name=grpo", "algorithm.kl_coef=0", "algorithm.entropy_coef=0",
@@ -325,7 +327,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(ARCHITECTURES), help="architectures (default: %(default)s)")
     parser.add_argument("--steps", type=int, default=3, help="RL steps per process (the first is warm-up)")
-    parser.add_argument("--rounds", type=int, default=2, help="alternate searchrl and TRL processes this many times")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of one searchrl and one TRL process, the order alternating by round")
     parser.add_argument("--batch-size", type=int, default=8, help="questions per step B")
     parser.add_argument("--group-size", type=int, default=8, help="completions per question G")
     parser.add_argument("--mini-batch-size", type=int, default=16, help="completions per optimiser update")
@@ -338,9 +341,15 @@ def main() -> int:
     parser.add_argument("--device", default="cuda", help="cuda or cuda:N")
     parser.add_argument("--only", choices=("searchrl", "trl"), default=None)
     parser.add_argument("--json", default=None, help="write the results here")
+    parser.add_argument("--from-json", default=None, metavar="PATH",
+                        help="print the table of a saved --json file (complete or cut short) and exit")
     parser.add_argument("--worker", choices=("searchrl", "trl"), default=None, help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.from_json:
+        saved = json.loads(Path(args.from_json).read_text())
+        print_summary(saved["host"], argparse.Namespace(**saved["args"]), saved["results"])
+        return 0
     for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
         os.environ[key] = "1"
     message = no_cuda_message()
@@ -385,7 +394,7 @@ def main() -> int:
             folder = build_random_model(arch, work / arch, args.seed)
             results[arch] = {n: [] for n in names}
             for round_index in range(args.rounds):
-                for name in names:
+                for name in (names if round_index % 2 == 0 else names[::-1]):  # alternate who goes first
                     print(f"{arch} round {round_index + 1}/{args.rounds}: {name} ({args.steps} steps) ...",
                           file=sys.stderr, flush=True)
                     proc = subprocess.run([sys.executable, __file__, "--worker", name, "--model-dir", str(folder),
@@ -396,18 +405,33 @@ def main() -> int:
                         raise SystemExit(f"{name} worker failed on {arch} (exit {proc.returncode})")
                     result = json.loads(line[len("RESULT "):])
                     result["load_average"] = os.getloadavg()[0]
+                    result["round"] = round_index
                     results[arch][name].append(result)
+                    if args.json:  # after every process, so that an interrupted run keeps what it measured
+                        _write_json(Path(args.json), {"host": host, "args": vars(args), "partial": True,
+                                                      "results": results})
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
+    summary = print_summary(host, args, results, trl_installed)
+    if args.json:
+        _write_json(Path(args.json), {"host": host, "args": vars(args), "summary": summary, "results": results})
+    return 0
+
+
+def print_summary(host: dict, args: Any, results: dict[str, dict[str, list[dict]]], trl_installed: bool = True) -> dict:
+    """Print the table (and the searchrl / TRL ratios per round) for `results`; return the summary."""
     print(f"GPU {host['gpu']}, driver {host['driver']}, CUDA {host['cuda']}, torch {host['torch']}; CPU {host['cpu']}")
     print(f"B={args.batch_size} G={args.group_size} mini={args.mini_batch_size} micro={args.micro_batch_size}, "
           f"{args.max_tokens} tokens per completion, bf16={bool(args.bf16)}, "
           f"grad-ckpt={bool(args.gradient_checkpointing)}, {args.rounds} rounds x {args.steps} steps "
           "(median [min, max] over the steps after each process's first)")
+    if results and all(isinstance(v, list) for by in results.values() for v in by.values()) and any(
+            len(v) < args.rounds for by in results.values() for v in by.values()):
+        print("PARTIAL: the run was cut short; the processes column says how many each row has")
     summary: dict[str, dict[str, Any]] = {}
     header = (f"{'model':<13} {'framework':<9} {'step s':>22} {'rollout tok/s':>24} {'update s':>22} "
-              f"{'tokens':>6} {'peak GB':>7}")
+              f"{'tokens':>6} {'peak GB':>7} {'processes':>9}")
     print(header)
     for arch, by_name in results.items():
         summary[arch] = {}
@@ -425,21 +449,30 @@ def main() -> int:
             cell = lambda v, f: f"{v[0]:{f}} [{v[1]:{f}}, {v[2]:{f}}]"  # noqa: E731
             print(f"{arch:<13} {name:<9} {cell(row['wall'], '.2f'):>22} {cell(row['rollout_tok_s'], '.0f'):>24} "
                   f"{cell(row['update_wall'], '.2f'):>22} {row['completion_tokens_mean'][0]:>6.1f} "
-                  f"{row['peak_allocated_gb']:>7.2f}")
+                  f"{row['peak_allocated_gb']:>7.2f} {len(rs):>9}")
         pair = summary[arch]
         if isinstance(pair.get("searchrl"), dict) and isinstance(pair.get("trl"), dict):
             s, t = pair["searchrl"], pair["trl"]
-            ratio = lambda key: s[key][0] / t[key][0]  # noqa: E731
-            print(f"{arch:<13} searchrl / TRL: step {ratio('wall'):.2f}x, rollout tok/s {ratio('rollout_tok_s'):.2f}x, "
-                  f"update {ratio('update_wall'):.2f}x, peak memory "
-                  f"{s['peak_allocated_gb'] / t['peak_allocated_gb']:.2f}x")
-    if args.json:
-        path = Path(args.json)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps({"host": host, "args": vars(args), "summary": summary, "results": results},
-                                  indent=2) + "\n")
-        os.replace(tmp, path)
-    return 0
+            ratios = {key: _round_ratios(by_name["searchrl"], by_name["trl"], key)
+                      for key in ("wall", "rollout_tok_s", "update_wall")}
+            pair["ratio_by_round"] = ratios
+            cell = lambda v: f"{statistics.median(v):.2f}x [{min(v):.2f}, {max(v):.2f}]"  # noqa: E731
+            print(f"{arch:<13} searchrl / TRL (median [min, max] over rounds): step {cell(ratios['wall'])}, "
+                  f"rollout tok/s {cell(ratios['rollout_tok_s'])}, update {cell(ratios['update_wall'])}, "
+                  f"peak memory {s['peak_allocated_gb'] / t['peak_allocated_gb']:.2f}x")
+    return summary
+
+
+def _round_ratios(ours: list[dict], theirs: list[dict], key: str) -> list[float]:
+    """searchrl / TRL per round: the median of `key` over each process's steps after its first, round by round."""
+    median = lambda r: statistics.median(s[key] for s in r["steps"][1:])  # noqa: E731
+    return [median(a) / median(b) for a, b in zip(ours, theirs) if len(a["steps"]) > 1 and len(b["steps"]) > 1]
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

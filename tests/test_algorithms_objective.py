@@ -39,7 +39,7 @@ from searchrl.algorithms import (
 )
 
 torch.set_num_threads(2)
-ALGORITHMS = ["calibadv", "calibadv_sapo", "dapo", "dr_grpo", "grpo", "gspo", "llds", "sapo"]
+ALGORITHMS = ["calibadv", "calibadv_sapo", "dapo", "dr_grpo", "grpo", "gspo", "llds", "sapo", "sapo_strict"]
 
 
 def value(term: Term, mode: str = "token-mean") -> torch.Tensor:
@@ -82,6 +82,8 @@ def test_algorithm_table_names_and_defaults() -> None:
     assert sapo["penalties"] == ["sapo"] and sapo["sapo"]["gamma"] == 0.1 and sapo["sapo"]["tau"] == 1.0
     assert sapo["ppo_clip"] == {"clip_low": 0.2, "clip_high": 0.2}
     assert sapo["kl_coef"] == 0.001 and sapo["kl_type"] == "low_var_kl" and sapo["entropy_coef"] == 0.001
+    assert sapo["sapo"]["strict_positive"] is False  # the official code's A >= 0
+    assert default_algorithm_config("sapo_strict")["sapo"]["strict_positive"] is True  # the paper's A > 0
     llds = default_algorithm_config("llds")
     assert llds["llds"]["lam"] == 0.2 and llds["llds"]["gate"] == "action"
     assert default_algorithm_config("dapo")["ppo_clip"] == {"clip_low": 0.2, "clip_high": 0.28}

@@ -185,6 +185,21 @@ def test_onednn_packing_and_bf16_detection_are_decided_per_device(tiny_model, mo
         assert not torch.is_autocast_enabled("cpu")
 
 
+def test_rollouts_sample_in_bf16_on_a_gpu_under_train_bf16_and_in_float32_on_the_cpu(monkeypatch):
+    from searchrl.training import policy
+    from searchrl.training.policy import rollout_bf16
+
+    monkeypatch.setattr(policy, "bf16_native", lambda device: True)  # the same answer on any machine
+    cfg = load_config("demo")
+    assert cfg.rollout.bf16 is None
+    assert rollout_bf16(cfg, "cuda") and not rollout_bf16(cfg, "cpu")  # float32 on the CPU: packed kernels
+    assert not rollout_bf16(load_config("demo", ["train.bf16=false"]), "cuda")
+    assert rollout_bf16(load_config("demo", ["rollout.bf16=true"]), "cpu")
+    assert not rollout_bf16(load_config("demo", ["rollout.bf16=false", "train.bf16=true"]), "cuda")
+    with pytest.raises(ConfigError, match=r"rollout.bf16"):
+        load_config("demo", ["rollout.bf16=maybe"])
+
+
 def test_token_batches_move_as_a_whole():
     from searchrl.rollout.types import Trajectory
     from searchrl.training.batching import collate

@@ -47,7 +47,7 @@ def test_a_tiny_model_trains_rl_steps_on_cuda(tiny_model, tmp_path, monkeypatch,
     real_step = loop.rl_step
 
     def recording_step(t, step):
-        seen.append((module_device(t.model).type, t.backend.pack_weights))
+        seen.append((module_device(t.model).type, t.backend.pack_weights, t.backend.bf16))
         return real_step(t, step)
 
     monkeypatch.setattr(loop, "rl_step", recording_step)
@@ -58,7 +58,8 @@ def test_a_tiny_model_trains_rl_steps_on_cuda(tiny_model, tmp_path, monkeypatch,
     summary = loop.train(_tiny_run(tiny_model, run, **extra), console=False)
     rows = read_jsonl(run / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2, 3] and summary["steps"] == 3
-    assert seen == [("cuda", False)] * 3  # and no oneDNN packing off the CPU
+    # no oneDNN packing off the CPU; rollouts sample in bf16 (rollout.bf16 null, train.bf16 auto on a bf16 GPU)
+    assert seen == [("cuda", False, torch.cuda.is_bf16_supported())] * 3
     assert torch.cuda.max_memory_allocated() > 0
     for row in rows:
         for key in ("actor/loss", "actor/grad_norm", "actor/kl_ref", "diag/is_ratio_mean", "diag/sampler_logprob_gap"):
@@ -109,7 +110,8 @@ def test_cached_decoding_on_cuda_equals_a_full_re_encode(tiny_on_cuda):
     assert reference == seqs  # batching and prefill chunking change nothing
 
 
-def test_the_engine_on_cuda_is_token_exact_and_seeded(tiny_on_cuda):
+@pytest.mark.parametrize("bf16", [False, True])
+def test_the_engine_on_cuda_is_token_exact_and_seeded(tiny_on_cuda, bf16):
     from searchrl.data import Question
     from searchrl.protocol import ProtocolConfig
     from searchrl.rollout import HFBackend, RolloutConfig, RolloutEngine
@@ -118,16 +120,19 @@ def test_the_engine_on_cuda_is_token_exact_and_seeded(tiny_on_cuda):
     questions = [Question("1", "who wrote hamlet", ["Shakespeare"], "nq"),
                  Question("2", "capital of peru", ["Lima"], "nq")]
     cfg = RolloutConfig(max_turns=2, max_turn_tokens=10, temperature=0.8, seed=7)
-    engine = RolloutEngine(HFBackend(model, tok), tok, EchoRetriever(), ProtocolConfig(), cfg)
+    engine = RolloutEngine(HFBackend(model, tok, bf16=bf16), tok, EchoRetriever(), ProtocolConfig(), cfg)
     trajs = engine.run(questions, group_size=2)
+    tolerance = 0.25 if bf16 else 1e-3  # bf16: the cache rounds keys and values (tests/test_rollout_hf.py)
     for traj in trajs:
         assert tok.decode(traj.response_ids) == "".join(
             t.text + o for t, o in zip(traj.turns, traj.extras["observations"]))
-        full = _full_logprobs(model, traj.prompt_ids + traj.response_ids, temperature=0.8)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            full = _full_logprobs(model, traj.prompt_ids + traj.response_ids, temperature=0.8)
         for k, (mask, logprob) in enumerate(zip(traj.response_mask, traj.sampling_logprobs)):
             if mask:
-                assert abs(float(full[len(traj.prompt_ids) + k - 1, traj.response_ids[k]]) - logprob) < 1e-3
-    again = RolloutEngine(HFBackend(model, tok), tok, EchoRetriever(), ProtocolConfig(), cfg).run(questions, 2)
+                assert abs(float(full[len(traj.prompt_ids) + k - 1, traj.response_ids[k]]) - logprob) < tolerance
+    again = RolloutEngine(HFBackend(model, tok, bf16=bf16), tok, EchoRetriever(), ProtocolConfig(), cfg).run(
+        questions, 2)
     assert [t.response_ids for t in again] == [t.response_ids for t in trajs]
 
 

@@ -109,6 +109,13 @@ _ALGORITHMS: dict[str, AlgorithmSpec] = {
         params={"sapo": {"gamma": 0.1, "tau": 1.0}},
         summary="SAPO (Search Agent PO, arXiv 2603.10069): GRPO + γ·conditional KL on r ≤ τ, A ≥ 0",
     ),
+    "sapo_strict": AlgorithmSpec(
+        "grpo",
+        "ppo_clip",
+        ("sapo",),
+        params={"sapo": {"gamma": 0.1, "tau": 1.0, "strict_positive": True}},
+        summary="SAPO with the paper's condition A > 0 (Eq. 9) instead of the official code's A ≥ 0",
+    ),
     "llds": AlgorithmSpec(
         "grpo",
         "ppo_clip",

@@ -89,6 +89,12 @@ class RolloutConfig:
     top_p: float = setting(1.0, "nucleus sampling mass (1.0: off).", gt=0, le=1)
     top_k: int = setting(0, "sample among the k most likely tokens (0: off).", ge=0)
     greedy: bool = setting(False, "take the argmax instead of sampling (evaluation).")
+    bf16: bool | None = setting(
+        None,
+        "sample the training rollouts under bf16 autocast with a bf16 KV cache; null: as train.bf16 on a CUDA GPU "
+        "(the precision of the trainer's log-prob forwards, and what TRL and vLLM sample in), float32 on the CPU "
+        "(where the oneDNN-packed float32 kernels decode faster). Evaluation always decodes in float32.",
+    )
     max_query_chars: int = setting(4096, "longer queries are cut (the retrieval server's limit is 4096).", ge=1)
     retrieval_attempts: int = setting(3, "tries of a failing retriever call, with exponential backoff.", ge=1)
     retrieval_backoff_s: float = setting(0.5, "first backoff between retriever tries, in seconds.", ge=0)

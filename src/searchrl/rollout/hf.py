@@ -165,7 +165,9 @@ class HFBackend:
     `max_batch_size` bounds the rows of one forward, and `max_cache_bytes` the KV buffer of one batch (more rows
     run in consecutive batches of similar lengths); `prefill_tokens` bounds rows × columns of one prefill forward
     (activation memory); `pack_weights` runs the float32 CPU linear layers on oneDNN-packed copies of their weights
-    (about 2x faster products on CPU, for one extra copy of the weights; see `_PackedLinears`). Log-probabilities
+    (about 2x faster products on CPU, for one extra copy of the weights; see `_PackedLinears`); `bf16` runs the
+forwards under bf16 autocast with a bf16 KV cache (the weights stay as they are; a GPU's usual sampling precision,
+and the precision of the trainer's log-prob forwards under `train.bf16`), which turns the packing off. Log-probabilities
     follow `searchrl.rollout.backend.sample_tokens`: under softmax(logits / T) (after top-k / top-p filtering) when
     sampling, under the raw softmax when greedy.
     `stats` counts the tokens pushed through the model (prefill and decode) and the forward calls.
@@ -180,6 +182,7 @@ class HFBackend:
         max_cache_bytes: int = 4 << 30,
         prefill_tokens: int = 4096,
         pack_weights: bool = True,
+        bf16: bool = False,
     ):
         config = model.config.get_text_config(decoder=True)
         layer_types = getattr(config, "layer_types", None)
@@ -196,7 +199,9 @@ class HFBackend:
         # Each session generates on oneDNN-packed linear weights (see _PackedLinears); False: the model's F.linear.
         # A CPU-only optimisation: a model on a GPU keeps its own kernels.
         on_cpu = next(model.parameters()).device.type == "cpu"
-        self.pack_weights = bool(pack_weights and on_cpu and _PackedLinears.usable())
+        self.bf16 = bool(bf16)
+        # The packed kernels are float32 products called directly, outside autocast: not under bf16.
+        self.pack_weights = bool(pack_weights and on_cpu and not self.bf16 and _PackedLinears.usable())
         self.num_layers = config.num_hidden_layers
         self.kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
@@ -218,7 +223,8 @@ class HFSession:
         self.backend = backend
         self.sampling = sampling
         param = next(backend.model.parameters())
-        self.device, self.dtype = param.device, param.dtype
+        self.device = param.device
+        self.dtype = torch.bfloat16 if backend.bf16 else param.dtype  # the KV cache's
         self.generator = torch.Generator(device=self.device)
         if sampling.seed is not None:
             self.generator.manual_seed(sampling.seed)
@@ -257,7 +263,8 @@ class HFSession:
             self._check_row(row)
             if budget < 1:
                 raise ValueError(f"generate: row {row} has a budget of {budget} tokens; it must be >= 1")
-        with self.packed.active() if self.packed is not None else nullcontext():
+        precision = torch.autocast(self.device.type, dtype=torch.bfloat16) if self.backend.bf16 else nullcontext()
+        with precision, self.packed.active() if self.packed is not None else nullcontext():
             return self._generate(rows, max_new_tokens, stop)
 
     # -- internals --------------------------------------------------------------------------------------------

@@ -42,7 +42,13 @@ from searchrl.training.config import build_objective_from
 from searchrl.training.diagnostics import TOKEN_DIAGNOSTIC_KEYS
 from searchrl.training.logger import RunLogger
 from searchrl.training.monitor import CollapseMonitor
-from searchrl.training.policy import lr_multiplier, make_optimizer, prepare_for_training, reference_policy
+from searchrl.training.policy import (
+    lr_multiplier,
+    make_optimizer,
+    prepare_for_training,
+    reference_policy,
+    rollout_bf16,
+)
 from searchrl.training.sft import trajectory_to_record
 
 NAN = float("nan")
@@ -184,7 +190,8 @@ class Trainer:
             eps=cfg.train.adam_eps,
         )
         self.reference = None  # the frozen RL starting point, made by `ensure_reference` when the KL term is on
-        self.backend = HFBackend(self.model, tokenizer, max_batch_size=max(cfg.derived.trajectories_per_step, 1))
+        self.backend = HFBackend(self.model, tokenizer, max_batch_size=max(cfg.derived.trajectories_per_step, 1),
+                                 bf16=rollout_bf16(cfg, self.device))
         self.engine = RolloutEngine(self.backend, tokenizer, self.retriever, cfg.protocol, cfg.rollout)
         self.monitor = CollapseMonitor(cfg.monitor)
         self.val_names = [name for source in self.val_sources for name in _dataset_names(source)]

@@ -70,6 +70,7 @@ _VERL_DECIDES = {
     "top_k": "actor_rollout_ref.rollout.top_k",
     "greedy": "actor_rollout_ref.rollout.val_kwargs.temperature=0 (verl samples greedily at temperature 0)",
     "seed": "actor_rollout_ref.rollout.seed",
+    "bf16": "actor_rollout_ref.rollout.dtype (the inference engine's precision)",
     "max_response_tokens": "actor_rollout_ref.rollout.response_length",
     "max_context_tokens": "data.max_prompt_length + data.max_response_length (rollout.prompt_length + "
     "rollout.response_length)",

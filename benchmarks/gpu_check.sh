@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Every GPU check in one command, for a machine with a CUDA GPU: the `gpu`-marked tests (tests/test_gpu.py), then
+# benchmarks/bench_gpu.py (searchrl vs TRL's GRPOTrainer on the same GPU). Run from the repository root:
+#
+#   benchmarks/gpu_check.sh OUT_DIR [PYTHON]          # PYTHON: default .venv/bin/python, else python3
+#
+# OUT_DIR receives nvidia-smi.txt, versions.txt, gpu_tests.log, bench_gpu.log and bench_gpu.json (rewritten after
+# every benchmark process, so a run cut short keeps what it measured). Time limits, in seconds, from the
+# environment: GPU_TESTS_TIMEOUT (default 300) and GPU_BENCH_TIMEOUT (default 600); BENCH_ARGS adds arguments to
+# bench_gpu.py (e.g. "--models smollm2-135m"). Exits non-zero if the tests or the benchmark failed.
+set -uo pipefail
+out=${1:?usage: benchmarks/gpu_check.sh OUT_DIR [PYTHON]}
+py=${2:-}
+if [ -z "$py" ]; then
+  if [ -x .venv/bin/python ]; then py=.venv/bin/python; else py=python3; fi
+fi
+mkdir -p "$out"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+
+nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || echo "nvidia-smi failed" >>"$out/nvidia-smi.txt"
+"$py" - >"$out/versions.txt" 2>&1 <<'EOF'
+import importlib, platform, sys
+import torch
+print("python", sys.version.split()[0], platform.platform())
+print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())
+if torch.cuda.is_available():
+    p = torch.cuda.get_device_properties(0)
+    print("gpu", p.name, f"{p.total_memory / 2**30:.0f} GiB", f"sm_{p.major}{p.minor}", "bf16", torch.cuda.is_bf16_supported())
+for name in ("transformers", "accelerate", "peft", "trl", "datasets", "bm25s", "searchrl"):
+    try:
+        module = importlib.import_module(name)
+        print(name, getattr(module, "__version__", "?"), getattr(module, "__file__", ""))
+    except Exception as exc:  # noqa: BLE001 - a report, not a check
+        print(name, "NOT IMPORTABLE:", type(exc).__name__, exc)
+EOF
+cat "$out/versions.txt"
+
+start=$(date +%s)
+timeout "${GPU_TESTS_TIMEOUT:-300}" "$py" -m pytest -m gpu -v -p no:cacheprovider tests/test_gpu.py 2>&1 \
+  | tee "$out/gpu_tests.log"
+tests_rc=${PIPESTATUS[0]}
+echo "gpu tests: exit $tests_rc in $(( $(date +%s) - start )) s" | tee -a "$out/gpu_tests.log"
+
+start=$(date +%s)
+# shellcheck disable=SC2086 - BENCH_ARGS is a list of arguments
+timeout "${GPU_BENCH_TIMEOUT:-600}" "$py" benchmarks/bench_gpu.py --json "$out/bench_gpu.json" ${BENCH_ARGS:-} 2>&1 \
+  | tee "$out/bench_gpu.log"
+bench_rc=${PIPESTATUS[0]}
+echo "bench_gpu: exit $bench_rc in $(( $(date +%s) - start )) s" | tee -a "$out/bench_gpu.log"
+[ "$tests_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]
