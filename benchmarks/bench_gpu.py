@@ -6,9 +6,9 @@ Models: the SmolLM2-135M and Qwen2.5-0.5B architectures (configs built with tran
 tokenizer is the embedded default's (SmolLM2's, 49,152 tokens); for the Qwen architecture the ids beyond it keep
 their full LM-head cost but are never sampled.
 
-Fixed work: random weights would stop at a random EOS, so both sides get the same logits processor (a forward hook
-on the LM head that sets the EOS ids and the ids beyond the tokenizer to -1e4): every completion is exactly
-`--max-tokens` long on both sides (the table prints the measured mean, to check). Everything else is bench_train.py's
+Fixed work: random weights would stop at a random EOS, so both sides get the same logits processor
+(`workload.fix_lengths`: a forward hook on the LM head that bans EOS, the ids beyond the tokenizer and every token
+holding '<', so no stop tag forms): every completion is exactly `--max-tokens` long on both sides (the table prints the measured mean, to check). Everything else is bench_train.py's
 setting: the same questions in the same order (the world's, as searchrl's `QuestionSampler` draws them), the demo's
 compact single-turn prompt opened with `<answer>`, B questions x G completions per step, the same mini- and
 micro-batches, lr, bf16 autocast over fp32 weights in sampling and training alike (TRL: accelerate wraps the model's
@@ -48,9 +48,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from workload import fix_lengths  # benchmarks/workload.py, beside this file
+
 INSTRUCTION = "Answer the question with <answer>answer</answer>.\nQuestion: {question}\n"
 PREFIX = "<answer>"
-BANNED_LOGIT = -1e4  # finite: exp() underflows to 0, and an entropy's p * log p stays 0 (not 0 * -inf)
 
 # The published sizes (SmolLM2-135M's config.json; Qwen2.5-0.5B-Instruct's config.json).
 ARCHITECTURES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -100,27 +101,6 @@ def build_random_model(arch: str, out: Path, seed: int) -> Path:
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
-
-
-def fix_lengths(model: Any, tokenizer: Any) -> Any:
-    """Make EOS and the ids beyond the tokenizer unsampleable on this model (a forward hook on its LM head), so that
-    every completion runs to the token budget on both sides."""
-    import torch
-
-    from searchrl.rollout.backend import eos_token_ids
-
-    vocab = model.get_output_embeddings().weight.shape[0]
-    banned = torch.zeros(vocab, dtype=torch.bool)
-    banned[len(tokenizer):] = True
-    banned[list(eos_token_ids(tokenizer, model))] = True
-    on_device: dict[Any, torch.Tensor] = {}
-
-    def hook(module: Any, args: Any, logits: torch.Tensor) -> torch.Tensor:
-        mask = on_device.setdefault(logits.device, banned.to(logits.device))
-        return logits.masked_fill(mask, BANNED_LOGIT)
-
-    model.get_output_embeddings().register_forward_hook(hook)
-    return model
 
 
 def _sync() -> None:

@@ -22,13 +22,23 @@ How each step is timed (wall clock and process CPU time, `time.process_time`):
   (tokenise + `model.generate` + decode); old log-probs are its no-grad `_get_per_token_logps_and_entropies` calls.
 "update" = step − rollout on both sides (rewards, advantages, old log-probs and the optimiser updates).
 
-Each framework runs in its own subprocess (peak memory = that process's max RSS); `--rounds R` alternates
-searchrl, TRL, searchrl, TRL, ... so load changes on a shared machine hit both. The first step of each process
-is warm-up and is dropped; the table reports the median over the remaining steps of all rounds.
+The same work on both sides: by default every completion is exactly the token budget long on both sides
+(`workload.fix_lengths`: EOS and every token holding '<' are unsampleable, so neither side stops early);
+`--same-stop` instead lets both sides sample freely and stop at `</answer>` (the demo's setting: similar, not
+identical, token counts; the table prints each side's mean). The same precision on both sides: with bf16, TRL
+generates under accelerate's bf16 autocast, so searchrl samples under bf16 autocast too (`rollout.bf16=true`);
+`--searchrl-fp32-rollout` runs searchrl's CPU default (float32 sampling on oneDNN-packed weights) as a separate,
+labelled measurement.
 
-    .venv/bin/python benchmarks/bench_train.py                                   # demo sizes, 2 rounds x 3 steps
-    .venv/bin/python benchmarks/bench_train.py --trl-stop-at-answer --json /tmp/bench_train.json
-    .venv/bin/python benchmarks/bench_train.py --trl-stop-at-answer --train-layers 10   # the demo's trained blocks
+Each framework runs in its own subprocess (peak memory = that process's max RSS); `--rounds R` (default 3) runs
+one process of each per round, who goes first alternating by round, so load changes hit both. The first step of
+each process is warm-up and is dropped; the table reports the median and [min, max] over the remaining steps of
+all rounds, and the searchrl / TRL ratio of each round's medians (median [min, max] over rounds), with the CPU
+model, its kernel flags, the thread count and the load.
+
+    .venv/bin/python benchmarks/bench_train.py                                   # demo sizes, all 30 blocks, 3 rounds
+    .venv/bin/python benchmarks/bench_train.py --train-layers 10                 # the demo's trained blocks
+    .venv/bin/python benchmarks/bench_train.py --same-stop --json /tmp/bench_train.json
 
 With `--train-layers N` both sides train only the top N blocks (TRL's model is frozen below them with the same
 helper as searchrl's `train.train_layers`), so the work is the same again; searchrl then also runs the frozen
@@ -49,6 +59,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from hostinfo import fmt, host, host_line  # benchmarks/, beside this file
+from workload import fix_lengths
 
 INSTRUCTION = "Answer the question with <answer>answer</answer>.\nQuestion: {question}\n"
 PREFIX = "<answer>"
@@ -74,6 +87,7 @@ def _questions(args: argparse.Namespace) -> list[list[Any]]:
 
 
 def worker_searchrl(args: argparse.Namespace) -> dict:
+    import searchrl.models
     from searchrl.rollout.engine import RolloutEngine
     from searchrl.training import loop
     from searchrl.training.config import load_config
@@ -90,6 +104,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         f"train.train_layers={args.train_layers if args.train_layers is not None else 'null'}",
         f"model.gradient_checkpointing={str(args.gradient_checkpointing).lower()}", "model.lora.enabled=false",
         "rollout.max_turns=0", f"rollout.max_turn_tokens={args.max_tokens}", f"rollout.temperature={args.temperature}",
+        f"rollout.bf16={str(bool(args.bf16 and not args.searchrl_fp32_rollout)).lower()}",
         "rollout.top_p=1.0", "rollout.top_k=0", "rollout.greedy=false",
         f"protocol.instruction={json.dumps(INSTRUCTION)}", f"protocol.assistant_prefix={PREFIX}",
         "protocol.use_chat_template=false", "reward.metric=em",
@@ -98,6 +113,15 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         "checkpoint.export_final=false", "log.tensorboard=false", "log.samples_every=0", "log.console=false",
     ]
     cfg = load_config("demo", overrides)
+    if not args.same_stop:
+        load_policy = searchrl.models.load_policy
+
+        @functools.wraps(load_policy)
+        def load_fixed(*a: Any, **k: Any) -> Any:
+            model, tokenizer = load_policy(*a, **k)
+            return fix_lengths(model, tokenizer), tokenizer
+
+        searchrl.models.load_policy = load_fixed  # the trainer looks models.load_policy up at call time
     if args.unfused_adamw:  # the optimiser searchrl used before this benchmark: the per-tensor AdamW loop
         import torch
 
@@ -158,6 +182,8 @@ def worker_trl(args: argparse.Namespace) -> dict:
     from searchrl.rewards import exact_match, extract_answer
 
     model, tokenizer = load_policy("default")  # float32: bf16=True below is autocast over fp32 weights, as ours
+    if not args.same_stop:
+        fix_lengths(model, tokenizer)
     if args.train_layers is not None:  # the same trainable blocks as searchrl's train.train_layers
         from searchrl.training.policy import freeze_below_top_layers
 
@@ -180,7 +206,7 @@ def worker_trl(args: argparse.Namespace) -> dict:
     accumulation = args.mini_batch_size // args.micro_batch_size
     updates = per_generation // args.mini_batch_size
     generation_kwargs = None
-    if args.trl_stop_at_answer:
+    if args.same_stop:
         # searchrl's engine stops a row at its closing tag; give TRL the same stop (transformers' stop strings
         # need the tokenizer at generate time, which TRL does not pass, so bind it).
         generation_kwargs = {"stop_strings": [STOP]}
@@ -257,11 +283,6 @@ def worker_trl(args: argparse.Namespace) -> dict:
             "torch_threads": torch.get_num_threads()}
 
 
-def _median_after_warmup(results: list[dict], key: str) -> float:
-    values = [s[key] for r in results for s in r["steps"][1:]]
-    return statistics.median(values) if values else float("nan")
-
-
 def _demo_defaults() -> dict[str, Any]:
     from searchrl.training.config import load_config
 
@@ -277,7 +298,8 @@ def _demo_defaults() -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=3, help="RL steps per process (the first is warm-up)")
-    parser.add_argument("--rounds", type=int, default=2, help="alternate searchrl and TRL processes this many times")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of one searchrl and one TRL process, who goes first alternating by round")
     parser.add_argument("--batch-size", type=int, default=None, help="questions per step B (default: the demo's)")
     parser.add_argument("--group-size", type=int, default=None, help="completions per question G (default: the demo's)")
     parser.add_argument("--mini-batch-size", type=int, default=None, help="completions per optimiser update")
@@ -291,8 +313,12 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads in each worker")
     parser.add_argument("--train-layers", type=int, default=None,
                         help="both sides train only the top N blocks (searchrl's train.train_layers; default: all)")
-    parser.add_argument("--trl-stop-at-answer", action="store_true",
-                        help=f"TRL also stops a completion at {STOP} (searchrl always does); default: EOS or budget")
+    parser.add_argument("--same-stop", action="store_true",
+                        help=f"sample freely and stop at {STOP} on both sides (default: every completion runs to "
+                             "the budget on both sides)")
+    parser.add_argument("--searchrl-fp32-rollout", action="store_true",
+                        help="searchrl samples in float32 on packed weights (its CPU default) while TRL samples "
+                             "under bf16 autocast: a labelled, unequal-precision measurement")
     parser.add_argument("--unfused-adamw", action="store_true",
                         help="searchrl uses the per-tensor AdamW loop (foreach=False) instead of the fused kernel")
     parser.add_argument("--only", choices=("searchrl", "trl"), default=None)
@@ -328,14 +354,16 @@ def main() -> int:
         "--seed", str(args.seed), "--threads", str(args.threads),
     ]
     worker_args += ["--train-layers", str(args.train_layers)] if args.train_layers is not None else []
-    worker_args += ["--trl-stop-at-answer"] if args.trl_stop_at_answer else []
+    worker_args += ["--same-stop"] if args.same_stop else []
+    worker_args += ["--searchrl-fp32-rollout"] if args.searchrl_fp32_rollout else []
     worker_args += ["--unfused-adamw"] if args.unfused_adamw else []
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
            "TOKENIZERS_PARALLELISM": "false"}
+    info = host(args.threads)
     names = [n for n in ("searchrl", "trl") if args.only in (None, n)]
     results: dict[str, list[dict]] = {n: [] for n in names}
     for round_index in range(args.rounds):
-        for name in names:
+        for name in names if round_index % 2 == 0 else names[::-1]:  # alternate who goes first
             load_before = os.getloadavg()[0]
             print(f"round {round_index + 1}/{args.rounds}: {name} ({args.steps} steps) ...", file=sys.stderr, flush=True)
             proc = subprocess.run([sys.executable, __file__, "--worker", name, *worker_args],
@@ -346,38 +374,40 @@ def main() -> int:
                 raise SystemExit(f"{name} worker failed (exit {proc.returncode})")
             result = json.loads(line[len("RESULT "):])
             result["load_average"] = [load_before, os.getloadavg()[0]]
+            result["round"] = round_index
+            for step in result["steps"]:
+                step["update_wall"], step["update_cpu"] = step["wall"] - step["rollout_wall"], step["cpu"] - step["rollout_cpu"]
             results[name].append(result)
 
-    summary: dict[str, dict[str, float]] = {}
-    for name, rs in results.items():
-        for r in rs:
-            for s in r["steps"]:
-                s["update_wall"], s["update_cpu"] = s["wall"] - s["rollout_wall"], s["cpu"] - s["rollout_cpu"]
-        keys = ("wall", "cpu", "rollout_wall", "rollout_cpu", "update_wall", "update_cpu", "completion_tokens_mean")
-        row = {key: _median_after_warmup(rs, key) for key in keys}
-        row["peak_rss_gb"] = max(r["peak_rss_gb"] for r in rs)
-        row["measured_steps"] = sum(max(len(r["steps"]) - 1, 0) for r in rs)
-        summary[name] = row
-
+    keys = ("wall", "rollout_wall", "update_wall", "cpu", "completion_tokens_mean")
+    values = {name: {key: [s[key] for r in rs for s in r["steps"][1:]] for key in keys} for name, rs in results.items()}
+    mode = ("both sample freely and stop at " + STOP) if args.same_stop else "every completion exactly the budget"
+    precision = ("searchrl samples in float32 (packed), TRL under bf16 autocast" if args.searchrl_fp32_rollout and args.bf16
+                 else "the same precision in sampling and training (bf16 autocast)" if args.bf16 else "float32 throughout")
+    print(host_line(info))
     print(f"B={args.batch_size} G={args.group_size} mini={args.mini_batch_size} micro={args.micro_batch_size} "
-          f"budget={args.max_tokens} tokens, bf16={args.bf16}, grad-ckpt={args.gradient_checkpointing}, "
-          f"{args.rounds} rounds x {args.steps} steps, {args.threads} thread(s), TRL stops at {STOP}: "
-          f"{args.trl_stop_at_answer}, trained blocks: {args.train_layers or 'all'}" + (", searchrl with the unfused AdamW loop" if args.unfused_adamw else ""))
-    print(f"{'framework':<9} {'step s':>7} {'rollout s':>9} {'update s':>8} {'step CPU s':>10} {'rollout CPU':>11} "
-          f"{'update CPU':>10} {'tokens':>6} {'RSS GB':>6}  (medians over {summary[names[0]]['measured_steps']} steps)")
-    for name, r in summary.items():
-        print(f"{name:<9} {r['wall']:>7.2f} {r['rollout_wall']:>9.2f} {r['update_wall']:>8.2f} {r['cpu']:>10.2f} "
-              f"{r['rollout_cpu']:>11.2f} {r['update_cpu']:>10.2f} {r['completion_tokens_mean']:>6.1f} "
-              f"{r['peak_rss_gb']:>6.2f}")
-    ratios = {}
-    if len(summary) == 2:
-        for key in ("wall", "rollout_wall", "update_wall", "cpu", "rollout_cpu", "update_cpu"):
-            ratios[key] = summary["searchrl"][key] / summary["trl"][key]
-        print("searchrl / TRL: " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()) + "  (target: step <= 0.5x)")
+          f"budget={args.max_tokens} tokens ({mode}), {precision}, grad-ckpt={args.gradient_checkpointing}, "
+          f"trained blocks: {args.train_layers or 'all'}, {args.rounds} rounds x {args.steps} steps"
+          + (", searchrl with the unfused AdamW loop" if args.unfused_adamw else ""))
+    print(f"{'framework':<9} {'step s':>20} {'rollout s':>20} {'update s':>20} {'tokens':>6} {'RSS GB':>6} "
+          "(median [min, max] over the steps after each process's first)")
+    for name, v in values.items():
+        print(f"{name:<9} {fmt(v['wall']):>20} {fmt(v['rollout_wall']):>20} {fmt(v['update_wall']):>20} "
+              f"{statistics.mean(v['completion_tokens_mean']):>6.1f} "
+              f"{max(r['peak_rss_gb'] for r in results[name]):>6.2f}")
+    ratios: dict[str, list[float]] = {}
+    if len(results) == 2:
+        def per_round(key: str) -> list[float]:
+            med = lambda r: statistics.median(s[key] for s in r["steps"][1:])  # noqa: E731
+            return [med(a) / med(b) for a, b in zip(results["searchrl"], results["trl"])]
+
+        ratios = {key: per_round(key) for key in ("wall", "rollout_wall", "update_wall")}
+        print("searchrl / TRL per round (median [min, max]): " + ", ".join(
+            f"{k} {fmt(v, '.2f', 'x')}" for k, v in ratios.items()) + "  (target: step <= 0.5x)")
     if args.json:
         path = Path(args.json)
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps({"args": vars(args), "summary": summary, "ratios": ratios, "results": results},
+        tmp.write_text(json.dumps({"host": info, "args": vars(args), "ratios_by_round": ratios, "results": results},
                                   indent=2) + "\n")
         os.replace(tmp, path)
     return 0

@@ -13,7 +13,7 @@ One entry point, `load_source(spec, split=None) -> DataSource`. `spec` is one of
 
 `NAME=SPEC` renames a source (its questions' `data_source` becomes NAME) and `SPEC@SPLIT` picks a split.
 A folder (or file) holding one undivided `questions.jsonl` has derived splits: `train`, `dev` and `test` are
-the disjoint 80/10/10 parts `split_questions` cuts by a seeded hash of each question id (so `FOLDER@train`
+the disjoint 60/10/30 parts `split_questions` cuts by a seeded hash of each question id (so `FOLDER@train`
 trains and `FOLDER@test` is held out); without a split the whole file is loaded.
 A malformed row raises `DataError` naming the file, the line (or parquet row) and the field.
 """
@@ -52,7 +52,9 @@ DEFAULT_SPLIT_ORDER = ("questions", "test", "dev", "validation", "val", "train")
 _SPLIT_NAMES = {"train", "dev", "test", "val", "validation", "questions"}
 # Derived splits of an undivided questions file (`split_questions`), and the names each may be asked for by.
 DERIVED_SPLITS = ("train", "dev", "test")
-DEFAULT_SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
+# 30% test: an undivided file is usually small (a few hundred questions), and a paired interval on 50 test
+# questions is about ±0.08 EM wide; on 150, about ±0.05.
+DEFAULT_SPLIT_FRACTIONS = (0.6, 0.1, 0.3)
 SPLIT_SEED = 0  # fixed, so that the trainer's train and validation loads cut the same way
 _SPLIT_ALIASES = {"train": "train", "dev": "dev", "val": "dev", "validation": "dev", "test": "test"}
 
@@ -398,7 +400,7 @@ def load_folder(folder: Path, split: str | None = None, name: str | None = None)
         derive = split
     if path is None:
         if split is None:
-            wanted = ("questions.jsonl (cut 80/10/10 into train/dev/test when a split is asked for) or per-split "
+            wanted = ("questions.jsonl (cut 60/10/30 into train/dev/test when a split is asked for) or per-split "
                       "files train.jsonl, dev.jsonl, test.jsonl (or .parquet)")
         else:
             wanted = " or ".join(candidates) + (" or questions.jsonl (to cut into train/dev/test)"

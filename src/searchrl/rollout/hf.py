@@ -284,6 +284,11 @@ class HFSession:
             results.update(self._generate_batch(chunk, [budget_of[r] for r in chunk], checker))
         return [results[r] for r in rows]
 
+    def _choose(self, logits: torch.Tensor, rows: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The next token of each active row (`rows`, in slot order) and its log-prob: sampled with
+        `sample_tokens`. (benchmarks/workload.py overrides it to replay recorded tokens: the same work twice.)"""
+        return sample_tokens(logits, self.sampling, self.generator)
+
     def _check_row(self, row: int) -> None:
         if not 0 <= row < len(self.prompts) or self.released[row]:
             raise ValueError(f"row {row} is not an open row of this session")
@@ -399,7 +404,7 @@ class HFSession:
         logprobs: dict[int, list[float]] = {r: [] for r in rows}
         results: dict[int, Generation] = {}
         while True:
-            tokens, token_logprobs = sample_tokens(logits, self.sampling, self.generator)  # (m,), (m,)
+            tokens, token_logprobs = self._choose(logits, slot_rows)  # (m,), (m,)
             tokens_list, lp_list = tokens.tolist(), token_logprobs.tolist()
             finished: list[int] = []
             for slot, row in enumerate(slot_rows):

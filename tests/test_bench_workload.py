@@ -1,0 +1,131 @@
+"""The replayed workload of benchmarks/bench_rollout.py: both rollout implementations do the recorded work exactly.
+
+A sampled engine run of a tiny model (searches, observations, invalid actions, budget ends) is recorded; the engine
+on a `ReplayBackend` reproduces every trajectory token for token, and the Search-R1-style loop driven by the same
+record ends with the same contexts, so both sides emit the same number of tokens and read the same observations.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from test_rollout_hf import EchoRetriever
+
+from searchrl.data import Question
+from searchrl.models import build_tiny_random_model, load_policy
+from searchrl.protocol import ProtocolConfig
+from searchrl.rollout import HFBackend, RolloutConfig, RolloutEngine
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from workload import ReplayBackend, record, replay_search_r1_loop  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
+
+
+class CountingRetriever(EchoRetriever):
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    def search(self, queries, topk=3):
+        self.queries += queries
+        return super().search(queries, topk)
+
+
+# Turn texts per trajectory (G=2 per question): searches and observations, an answer, an invalid action (the
+# notice is appended as an observation), a turn cut by its budget, and an unanswered last turn.
+SCRIPTS = [
+    ["<search> capital of peru</search>", "<answer> lima</answer>"],
+    ["<search> peru</search>", "<search> lima city</search>", "<answer> lima</answer>"],
+    ["<answer> x</answer>"],
+    ["just thinking aloud", "<search> hamlet author</search>", "<answer> y</answer>"],
+    ["<search> one</search>", "<search> two</search>", "<search> three</search>"],
+    ["a turn that rambles on and on well past its token budget without any action at all"],
+    ["<search> tallest mountain</search>", "no action here", "<answer> z</answer>"],
+    ["<search> last</search>", "<answer> w</answer>"],
+]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    from searchrl.rollout import ScriptedBackend
+
+    path = build_tiny_random_model(tmp_path_factory.mktemp("tiny_replay") / "m", seed=5)
+    model, tok = load_policy(path)
+    protocol = ProtocolConfig()
+    cfg = RolloutConfig(max_turns=2, max_turn_tokens=12, max_obs_tokens=40, topk=2, temperature=1.0, seed=3)
+    questions = [Question(str(i), f"question number {i}?", ["x"], "nq") for i in range(4)]
+    # The recording: scripted turns (a random tiny model would rarely close a search tag) through the engine.
+    scripted = ScriptedBackend(tok, SCRIPTS, logprob=0.0, eos_after_turn=True)
+    trajectories = RolloutEngine(scripted, tok, EchoRetriever(), protocol, cfg).run(questions, 2)
+    return model, tok, protocol, cfg, questions, trajectories
+
+
+def test_the_record_holds_every_turn_and_observation(recorded):
+    *_, trajectories = recorded
+    workload = record(trajectories)
+    for traj, replay in zip(trajectories, workload):
+        assert replay.response_ids() == traj.response_ids
+        assert replay.sampled_tokens == sum(traj.response_mask)
+        assert [t.query for t in replay.turns] == [t.query for t in traj.turns]
+    kinds = {t.action for tr in trajectories for t in tr.turns}
+    assert {"search", "answer", "invalid"} <= kinds  # the workload has every kind of turn
+    assert {tr.finish_reason for tr in trajectories} >= {"answer", "max_turns", "length"}
+
+
+def test_the_engine_on_a_replay_backend_reproduces_the_recording(recorded):
+    model, tok, protocol, cfg, questions, trajectories = recorded
+    workload = record(trajectories)
+    retriever = CountingRetriever()
+    other_seed = RolloutConfig(**{**cfg.__dict__, "seed": 99})  # the replay, not the sampler, decides the tokens
+    again = RolloutEngine(ReplayBackend(model, tok, workload), tok, retriever, protocol, other_seed).run(questions, 2)
+    assert [t.response_ids for t in again] == [t.response_ids for t in trajectories]
+    assert [t.response_mask for t in again] == [t.response_mask for t in trajectories]
+    assert [t.finish_reason for t in again] == [t.finish_reason for t in trajectories]
+    assert sorted(retriever.queries) == sorted(t.query for tr in trajectories for t in tr.turns if t.query is not None)
+
+
+def test_the_search_r1_loop_replays_the_same_tokens_and_observations(recorded):
+    model, tok, protocol, cfg, questions, trajectories = recorded
+    workload = record(trajectories)
+    retriever = CountingRetriever()
+    out = replay_search_r1_loop(model, tok, workload, retriever, topk=cfg.topk)
+    assert out["contexts"] == [t.prompt_ids + t.response_ids for t in trajectories]
+    assert out["useful"] == sum(sum(t.response_mask) for t in trajectories)  # the same token count on both sides
+    assert out["searches"] == len(retriever.queries) == sum(t.num_searches for t in trajectories)
+    # The loop re-encodes: more tokens go through the model than the trajectories hold.
+    assert out["encoded"] > sum(len(t.prompt_ids) + len(t.response_ids) for t in trajectories)
+
+
+def test_a_replay_refuses_other_prompts(recorded):
+    model, tok, protocol, cfg, questions, trajectories = recorded
+    workload = record(trajectories)
+    others = [Question(q.id, q.question + " again", q.golden_answers, "nq") for q in questions]
+    with pytest.raises(ValueError, match="prompt differs"):
+        RolloutEngine(ReplayBackend(model, tok, workload), tok, EchoRetriever(), protocol, cfg).run(others, 2)
+
+
+def test_fixed_lengths_make_every_completion_run_to_its_budget(tmp_path):
+    from workload import fix_lengths
+
+    from searchrl.rollout.backend import eos_token_ids
+
+    path = build_tiny_random_model(tmp_path / "m", seed=3)
+    model, tok = load_policy(path)
+    eos = list(eos_token_ids(tok, model))
+
+    def likely_eos(module, args, logits):  # left alone, this model ends rows early
+        return logits.index_add(-1, torch.tensor(eos), torch.full((*logits.shape[:-1], len(eos)), 8.0))
+
+    model.get_output_embeddings().register_forward_hook(likely_eos)  # fix_lengths' hook runs after it
+    questions = [Question(str(i), f"what is item {i}?", ["x"], "nq") for i in range(6)]
+    cfg = RolloutConfig(max_turns=0, max_turn_tokens=20, temperature=1.0, seed=1)
+    protocol = ProtocolConfig(assistant_prefix="<answer>")
+    before = RolloutEngine(HFBackend(model, tok), tok, EchoRetriever(), protocol, cfg).run(questions, 2)
+    assert any(len(t.response_ids) < 20 for t in before)  # without the hook some stop early
+    fix_lengths(model, tok)
+    after = RolloutEngine(HFBackend(model, tok), tok, EchoRetriever(), protocol, cfg).run(questions, 2)
+    assert all(len(t.response_ids) == 20 and t.finish_reason == "length" for t in after)
+    assert all("<" not in tok.decode(t.response_ids) for t in after)
