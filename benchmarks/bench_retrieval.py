@@ -12,8 +12,10 @@ What it measures (one run, rounds interleaved so that load from other processes 
   up with 6-word spans of random passages;
 - batched top-3 for all queries in one call, queries per second, tokenization included: searchrl
   (`IndexRetriever.search`, returning `Hit`s with their passages read from disk; and `search_rows`, rows only),
-  `bm25s` called directly (`bm25s.tokenize` + `BM25.retrieve`, ``n_threads`` 0 and 2), and `rank_bm25`
-  (``BM25Okapi.get_scores`` + top-3 on a small query sample; its q/s is extrapolated from that sample);
+  `bm25s` called directly (`bm25s.tokenize` + `BM25.retrieve`: its numpy backend with ``n_threads`` 0 and 2, and
+  its numba backend with 1 and 2 threads), and `rank_bm25` (``BM25Okapi.get_scores`` + top-3 on a query sample
+  each round; its q/s is extrapolated from that sample). Every round runs the variants in a fresh random order;
+  the table gives the median and range over rounds;
 - with ``--pyserini-python PY`` (or ``$SEARCHRL_BENCH_PYSERINI_PYTHON``), Lucene through pyserini in a side
   virtualenv: a worker subprocess under ``PY`` builds a Lucene index over the same corpus once (JsonCollection,
   cached under ``--pyserini-cache`` by the corpus' hash) and times ``LuceneSearcher.batch_search`` (k1=0.9,
@@ -53,6 +55,9 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hostinfo import cpu_flags, cpu_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SEARCHRL_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -285,8 +290,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--rank-bm25-queries", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rank-bm25-queries", type=int, default=50, help="rank_bm25's query sample, each round")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds; every variant once per round, in a random order")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the corpus sample and the order of the variants")
     parser.add_argument("--dense-docs", type=int, default=64)
     parser.add_argument("--quick", action="store_true", help="10k docs, 500 queries, 1 repeat (a smoke run)")
     parser.add_argument("--out", type=Path, default=None, help="also write the figures as JSON here")
@@ -329,6 +335,16 @@ def main() -> None:
     bare = bm25s.BM25(k1=0.9, b=0.4)
     bare.index(bm25s.tokenize(contents, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
     results["bm25s_build_s"] = time.perf_counter() - start
+    bare_numba = None
+    try:  # bm25s' numba backend (compiled at construction); numba comes with searchrl's [bench] extra
+        start = time.perf_counter()
+        bare_numba = bm25s.BM25(k1=0.9, b=0.4, backend="numba")
+        results["bm25s_numba_compile_s"] = time.perf_counter() - start  # numba's JIT, paid by every new process
+        bare_numba.index(bm25s.tokenize(contents, stopwords="en", stemmer=stemmer, show_progress=False),
+                         show_progress=False)
+    except (ImportError, ValueError) as exc:
+        console.print(f"[yellow]bm25s numba backend skipped:[/] {exc}")
+        results["bm25s_numba_skipped"] = str(exc)
     console.print(f"built: searchrl {results['searchrl_build_s']:.1f} s, bm25s {results['bm25s_build_s']:.1f} s")
     pyserini: PyseriniWorker | None = None
     results["pyserini_skipped"] = pyserini_unavailable(args.pyserini_python)
@@ -346,10 +362,10 @@ def main() -> None:
             pyserini.search_seconds()
 
     # -- batched top-3, rounds interleaved
-    def bm25s_direct(threads: int):
+    def bm25s_direct(threads: int, model=bare):
         def run() -> None:
             tokens = bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, show_progress=False)
-            bare.retrieve(tokens, k=3, n_threads=threads, show_progress=False)
+            model.retrieve(tokens, k=3, n_threads=threads, show_progress=False)
         return run
 
     variants = {
@@ -359,12 +375,19 @@ def main() -> None:
         "bm25s direct, n_threads=0": bm25s_direct(0),
         "bm25s direct, n_threads=2": bm25s_direct(2),
     }
+    if bare_numba is not None:
+        for threads in (1, 2):
+            variants[f"bm25s direct, numba backend, n_threads={threads}"] = bm25s_direct(threads, bare_numba)
+            bm25s_direct(threads, bare_numba)()  # warm up: the first call also compiles for these shapes
     if pyserini is not None:
         variants[f"pyserini batch_search, threads={retriever.searcher.threads}"] = pyserini.search_seconds
         retriever.search(queries[:200], topk=3)  # same courtesy for searchrl: page in the memory-mapped index
     timings: dict[str, list[float]] = {name: [] for name in variants}
+    order_rng = random.Random(args.seed)
     for round_no in range(args.repeats):
-        for name, fn in variants.items():
+        order = list(variants.items())
+        order_rng.shuffle(order)  # a fresh random order every round: no variant always goes first
+        for name, fn in order:
             timings[name].append(qps(fn, len(queries)))
         results.setdefault("load_average_per_round", []).append(os.getloadavg())
         console.print(f"round {round_no + 1}/{args.repeats}: " + ", ".join(f"{n} {v[-1]:,.0f}" for n, v in timings.items()))
@@ -405,7 +428,8 @@ def main() -> None:
             scores = okapi.get_scores(tokens)
             np.argpartition(-scores, 3)[:3]
 
-    timings["rank_bm25 (sample)"] = [qps(rank_bm25_run, len(sample))]
+    # As many timings as the other variants' rounds (its gap to them is far larger than any order effect).
+    timings["rank_bm25 (sample)"] = [qps(rank_bm25_run, len(sample)) for _ in range(args.repeats)]
     del okapi
 
     if args.bm25_only:
@@ -458,11 +482,16 @@ def report(args, results: dict, timings: dict[str, list[float]], queries: list[s
     results["qps"] = {name: {"median": statistics.median(v), "min": min(v), "max": max(v), "runs": v}
                       for name, v in timings.items()}
     med = {name: statistics.median(v) for name, v in timings.items()}
-    best_bm25s = max(med["bm25s direct, n_threads=0"], med["bm25s direct, n_threads=2"])
+    bm25s_names = [name for name in med if name.startswith("bm25s direct")]
+    best_bm25s = max(bm25s_names, key=med.__getitem__)
+    results["best_bm25s"] = best_bm25s
     results["ratios"] = {
         "searchrl / rank_bm25": med["searchrl search (Hits)"] / med["rank_bm25 (sample)"],
-        "searchrl / best bm25s": med["searchrl search (Hits)"] / best_bm25s,
+        f"searchrl / best bm25s ({best_bm25s})": med["searchrl search (Hits)"] / med[best_bm25s],
     }
+    # The paired comparison: searchrl over the best bm25s setting, round by round (same round, same load).
+    results["searchrl / best bm25s per round"] = [
+        a / b for a, b in zip(timings["searchrl search (Hits)"], timings[best_bm25s])]
     if cpu_in and cpu_served:
         results["ratios"]["server / in-process"] = (med["server, 8 clients x 16 queries"]
                                                     / med["in-process, 16-query calls"])
@@ -479,6 +508,10 @@ def report(args, results: dict, timings: dict[str, list[float]], queries: list[s
     Console().print(table)
     for name, value in results["ratios"].items():
         print(f"{name}: {value:.2f}x")
+    per_round = results["searchrl / best bm25s per round"]
+    print(f"searchrl / best bm25s per round: median {statistics.median(per_round):.2f}, min {min(per_round):.2f}, "
+          f"max {max(per_round):.2f}")
+    print(f"CPU {cpu_model()} ({', '.join(cpu_flags())}), load average at the end {os.getloadavg()[0]:.2f}")
     if "searchrl / pyserini per round" in results:
         per_round = results["searchrl / pyserini per round"]
         print(f"searchrl / pyserini per round: {', '.join(f'{r:.2f}' for r in per_round)} (median "
@@ -494,7 +527,9 @@ def report(args, results: dict, timings: dict[str, list[float]], queries: list[s
     print(f"agreement with bm25s: top-3 scores {same_scores:.3f}, top-3 rows {same_rows:.3f} (rows differ on ties)")
     print(f"build: searchrl {results['searchrl_build_s']:.1f} s, bm25s {results['bm25s_build_s']:.1f} s, "
           f"rank_bm25 {results['rank_bm25_build_s']:.1f} s"
-          + (f", pyserini {results['pyserini_build_s']:.1f} s" if results.get("pyserini_build_s") else ""))
+          + (f", pyserini {results['pyserini_build_s']:.1f} s" if results.get("pyserini_build_s") else "")
+          + (f"; bm25s' numba JIT compile {results['bm25s_numba_compile_s']:.1f} s (every new process pays it)"
+             if results.get("bm25s_numba_compile_s") else ""))
     print(f"load average (1, 5, 15 min) at the end: {', '.join(f'{x:.1f}' for x in results['load_average_at_end'])}")
     if args.out:
         tmp = args.out.with_name(args.out.name + ".tmp")

@@ -338,6 +338,41 @@ def test_cli_eval_writes_json_markdown_and_samples(tiny_model_dir: Path, tmp_pat
     assert f"{bad}.few_shot: unknown key" in capsys.readouterr().err
 
 
+def test_cli_eval_paired_with_an_earlier_evaluation(tiny_model_dir: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    common = ["eval", "--model", str(tiny_model_dir), "--data", "world", "--limit", "6", "--max-turns", "1",
+              "--max-turn-tokens", "4", "--no-progress", "--resamples", "200", "--device", "cpu"]
+    first = tmp_path / "first.jsonl"
+    assert cli_main([*common, "--samples", str(first)]) == 0
+    capsys.readouterr()
+    # The same model on the same questions: a paired difference of exactly 0.
+    out = tmp_path / "again.json"
+    assert cli_main([*common, "--paired-with", str(first), "--out", str(out)]) == 0
+    paired = json.loads(out.read_text())["paired"]
+    assert paired["with"] == str(first)
+    assert paired["datasets"]["world"] == {"n": 6, "em_gain": 0.0, "em_ci_low": 0.0, "em_ci_high": 0.0,
+                                           "f1_gain": 0.0, "f1_ci_low": 0.0, "f1_ci_high": 0.0}
+    assert "Paired against" in capsys.readouterr().out
+    # An earlier run that got every question right: this one is 1 - (its EM) behind, on every question.
+    rows = [json.loads(line) for line in first.read_text().splitlines()]
+    better = tmp_path / "better.jsonl"
+    better.write_text("".join(json.dumps({**r, "em": 1.0, "f1": 1.0}) + "\n" for r in rows))
+    assert cli_main([*common, "--paired-with", str(better), "--out", str(out)]) == 0
+    gain = json.loads(out.read_text())["paired"]["datasets"]["world"]
+    assert gain["em_gain"] == pytest.approx(sum(r["em"] for r in rows) / 6 - 1.0)
+    assert gain["em_ci_high"] <= 0.0
+    # A file that is not an evaluation's samples: a clean error naming the file, line and field, before any work.
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps({"dataset": "world", "uid": "world:1", "f1": 0.5}) + "\n")
+    assert cli_main([*common, "--paired-with", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert f"{broken}:1: field 'em' is missing" in err and "Traceback" not in err
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"dataset": "nq", "uid": "nq:1", "em": 1, "f1": 1}) + "\n")
+    assert cli_main([*common, "--paired-with", str(other)]) == 2
+    assert "no question of this evaluation is in it" in capsys.readouterr().err
+
+
 def test_cli_eval_uses_the_settings_an_exported_agent_carries(tiny_model_dir: Path, tmp_path: Path) -> None:
     """A model folder with searchrl_agent.json (final_model/, start_model/) is prompted as it was trained, with its
     turn budgets; flags given on the command line still win."""

@@ -47,6 +47,7 @@ class EvalReport:
     settings: dict = field(default_factory=dict)
     timing: dict = field(default_factory=dict)
     records: list[dict] = field(default_factory=list)  # one per question: answer, scores, finish reason, text
+    paired: dict | None = None  # `searchrl eval --paired-with`: {"with": file, "datasets": paired_differences(...)}
 
     def metric(self, dataset: str, key: str = "em") -> float:
         return float(self.datasets[dataset][key])
@@ -67,6 +68,8 @@ class EvalReport:
 
     def to_dict(self, include_records: bool = False) -> dict:
         out = {"datasets": self.datasets, "macro": self.macro, "settings": self.settings, "timing": self.timing}
+        if self.paired is not None:
+            out["paired"] = self.paired
         if include_records:
             out["records"] = self.records
         return out
@@ -75,7 +78,10 @@ class EvalReport:
         return json.dumps(_finite(self.to_dict(include_records)), indent=2, ensure_ascii=False)
 
     def to_markdown(self) -> str:
-        return render_markdown(self)
+        text = render_markdown(self)
+        if self.paired is not None:
+            text += "\n" + render_paired(self.paired["datasets"], self.paired["with"])
+        return text
 
     def write(self, path: str | Path) -> tuple[Path, Path]:
         """Write the JSON report and the Markdown table beside it (`x.json` + `x.md`), each atomically.
@@ -207,3 +213,63 @@ def render_markdown(report: EvalReport) -> str:
             f"other {t.get('bookkeeping_s', 0):.1f} s)."
         )
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {note}" for note in notes) + "\n"
+
+
+# --- paired comparison of two evaluations ----------------------------------------------------------------
+
+PAIRED_METRICS = ("em", "f1")
+
+
+def read_samples(path: str | Path) -> dict[tuple[str, str], dict]:
+    """Per-question records of an earlier `searchrl eval --samples` file, keyed by (dataset, uid); a line without
+    the fields a paired comparison needs raises `DataError` naming the file, line and field."""
+    from searchrl.data.jsonl import iter_jsonl_objects
+    from searchrl.errors import DataError
+
+    out: dict[tuple[str, str], dict] = {}
+    for where, row in iter_jsonl_objects(path, missing="not found (write one with `searchrl eval --samples FILE`)"):
+        for key in ("dataset", "uid", *PAIRED_METRICS):
+            if key not in row:
+                raise DataError(f"{where}: field '{key}' is missing (a --samples file of `searchrl eval` has it)")
+        for key in PAIRED_METRICS:
+            if not isinstance(row[key], (int, float)) or isinstance(row[key], bool):
+                raise DataError(f"{where}: field '{key}' must be a number, got {row[key]!r}")
+        out[(str(row["dataset"]), str(row["uid"]))] = row
+    return out
+
+
+def paired_differences(records: Sequence[Mapping], other: Mapping[tuple[str, str], Mapping], *,
+                       n_resamples: int = 2000, seed: int = 0) -> dict[str, dict]:
+    """Per dataset, this evaluation minus `other` on the questions both scored, for EM and F1:
+
+        d_i = m_this(q_i) − m_other(q_i),  gain = mean(d),  95% CI = percentile bootstrap of mean(d)
+
+    resampling questions (so the two evaluations' shared per-question difficulty cancels: a paired interval).
+    Datasets with no shared question are left out."""
+    by_dataset: dict[str, list[tuple[Mapping, Mapping]]] = {}
+    for row in records:
+        if row.get("finish_reason") == "retrieval_error":
+            continue
+        match = other.get((str(row["dataset"]), str(row["uid"])))
+        if match is not None and match.get("finish_reason") != "retrieval_error":
+            by_dataset.setdefault(str(row["dataset"]), []).append((row, match))
+    out: dict[str, dict] = {}
+    for name, pairs in by_dataset.items():
+        entry: dict = {"n": len(pairs)}
+        for key in PAIRED_METRICS:
+            diffs = [float(a[key]) - float(b[key]) for a, b in pairs]
+            low, high = bootstrap_ci(diffs, n_resamples=n_resamples, seed=seed)
+            entry[f"{key}_gain"], entry[f"{key}_ci_low"], entry[f"{key}_ci_high"] = sum(diffs) / len(diffs), low, high
+        out[name] = entry
+    return out
+
+
+def render_paired(paired: Mapping[str, Mapping], other: str) -> str:
+    """The paired differences as a Markdown table."""
+    lines = [f"Paired against {other} (this minus that, on the same questions; 95% bootstrap interval):", "",
+             "| dataset | n | EM gain | F1 gain |", "| --- | --- | --- | --- |"]
+    for name, e in paired.items():
+        cells = [f"{e[f'{k}_gain']:+.3f} [{e[f'{k}_ci_low']:+.3f}, {e[f'{k}_ci_high']:+.3f}]" for k in PAIRED_METRICS]
+        lines.append(f"| {name} | {e['n']} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines) + "\n"
+
