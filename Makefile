@@ -31,12 +31,10 @@ test: install
 demo: $(VENV)/.core
 	$(VENV)/bin/searchrl train
 
-# bench_gpu.py needs a CUDA GPU: skipped (saying so) on a machine without one.
+# Every benchmark at a size that fits about 15 minutes, then one summary table (benchmarks/run_all.py);
+# bench_gpu.py runs only where torch sees a CUDA GPU.
 bench: install
-	for b in benchmarks/bench_*.py; do echo "== $$b"; \
-	  if [ "$$b" = benchmarks/bench_gpu.py ] && ! $(PY) -c 'import sys, torch; sys.exit(not torch.cuda.is_available())'; \
-	  then echo "skipped: no CUDA GPU here"; continue; fi; \
-	  $(PY) $$b || exit 1; done
+	$(PY) benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,7 +1,7 @@
 """Throughput of `searchrl eval` with the embedded SmolLM2-135M on this CPU, and where the time goes.
 
-Runs the `searchrl eval` command in-process on a seeded, stratified sample of a shared QA set (default: 100
-questions of /work/shared/data/nq_oracle, searched with the BM25 index over its own corpus), then reads the
+Runs the `searchrl eval` command in-process on a seeded, stratified sample of a QA set (default: 100 questions
+of the NQ sample in tests/fixtures/qa/nq_oracle, searched with the BM25 index over its own corpus), then reads the
 report's timing: the harness wraps the generation backend and the retriever with timers, so the wall time
 of the evaluation loop splits into generation (model forwards inside the backend), retrieval (inside the
 retriever) and bookkeeping (everything else: tokenisation, the engine's loop, scoring, bootstrap CIs).
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("SEARCHRL_SHARED_DATA", REPO.parent / "shared" / "data"))
+DATA = REPO / "tests" / "fixtures" / "qa" / "nq_oracle"  # the NQ sample ships with the repository
 
 
 ONE_SHOT_QUESTION = "who wrote the novel pride and prejudice"
@@ -36,7 +36,9 @@ ONE_SHOT_RESPONSE = (
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(SHARED / "nq_oracle"), help="data spec (default: shared nq_oracle)")
+    parser.add_argument("--data", default=str(DATA), help="data spec (default: the NQ sample in tests/fixtures/qa)")
+    parser.add_argument("--model", default="default", help="model folder (default: the embedded SmolLM2-135M)")
+    parser.add_argument("--json", default=None, help="also write the figures here")
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-turns", type=int, default=2)
@@ -57,7 +59,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "bench.json"
-        argv = ["eval", "--model", "default", "--data", args.data, "--limit", str(args.questions),
+        argv = ["eval", "--model", args.model, "--data", args.data, "--limit", str(args.questions),
                 "--batch-size", str(args.batch_size), "--max-turns", str(args.max_turns),
                 "--max-turn-tokens", str(args.max_turn_tokens), "--max-obs-tokens", str(args.max_obs_tokens),
                 "--topk", str(args.topk), "--prefix", args.prefix, "--out", str(out),
@@ -108,6 +110,16 @@ def main() -> int:
           f"{'zero-shot' if args.zero_shot else 'one-shot'}")
     for key, value in rows:
         print(f"  {key:<{width}}  {value}")
+    if args.json:
+        figures = {"questions": t["questions"], "wall_s": wall, "questions_per_min": t["questions_per_min"],
+                   "sampled_tokens": sampled, "tokens_per_s": sampled / wall,
+                   "retrieval_and_bookkeeping_share": (t["retrieval_s"] + t["bookkeeping_s"]) / wall,
+                   "em": d["em"], "finish_reasons": d["finish_reasons"], "threads": torch.get_num_threads(),
+                   "load_at_end": os.getloadavg()[0], "args": vars(args)}
+        path = Path(args.json)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(figures, indent=1))
+        os.replace(tmp, path)
     return 0
 
 

@@ -27,6 +27,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from rich.console import Console
@@ -142,6 +143,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     parser.add_argument("--repeats", type=int, default=60, help="timed rounds (after 3 warm-up rounds)")
     parser.add_argument("--quick", action="store_true", help="8 rounds, for a smoke run")
+    parser.add_argument("--json", default=None, help="also write the medians and paired ratios here")
     args = parser.parse_args()
     repeats = 8 if args.quick else args.repeats
     torch.set_num_threads(args.threads)
@@ -205,12 +207,16 @@ def main() -> int:
     if args.threads == 1:
         table.add_column("CPU median ms [min, max]", justify="right")
     table.add_column(f"paired ratio, {basis_name}: median [5%, 95%]", justify="right")
+    summary: dict[str, dict] = {}
     for name in variants:
+        summary[name] = {"wall_ms_median": statistics.median(wall[name]) * 1e3,
+                         "cpu_ms_median": statistics.median(cpu[name]) * 1e3}
         row = [name, ms_range(wall[name])]
         if args.threads == 1:
             row.append(ms_range(cpu[name]))
         if name in BASELINES:
             mid, low, high = spread([a / b for a, b in zip(basis[name], basis[BASELINES[name]])])
+            summary[name]["paired_ratio"] = {"median": mid, "p5": low, "p95": high, "baseline": BASELINES[name]}
             row.append(f"{mid:.3f}× [{low:.3f}, {high:.3f}]")
         else:
             row.append("")
@@ -220,6 +226,14 @@ def main() -> int:
         f"CPU: {cpu_model()}; {os.cpu_count()} cores visible; load average {load_before:.1f} before, "
         f"{load_after:.1f} after"
     )
+    if args.json:
+        import json
+
+        path = Path(args.json)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps({"cpu": cpu_model(), "threads": args.threads, "rounds": repeats,
+                                   "load": [load_before, load_after], "variants": summary}, indent=1))
+        os.replace(tmp, path)
     return 0
 
 

@@ -6,8 +6,8 @@ Run: .venv/bin/python benchmarks/bench_retrieval.py [--docs 100000] [--queries 1
 
 What it measures (one run, rounds interleaved so that load from other processes hits every variant alike):
 
-- a corpus of ``--docs`` passages made of real sentences: each passage is 3-6 random sentences of the shared QA
-  samples (``../shared/data``) under a random real title (about 100 words, like wiki-18's passages), or
+- a corpus of ``--docs`` passages made of real sentences: each passage is 3-6 random sentences of the QA samples
+  that ship with the repository (``tests/fixtures/qa``: NQ and HotpotQA) under a random real title (about 100 words, like wiki-18's passages), or
   Zipf-distributed pseudo-words when the samples are absent; queries are the samples' real questions, topped
   up with 6-word spans of random passages;
 - batched top-3 for all queries in one call, queries per second, tokenization included: searchrl
@@ -60,7 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hostinfo import cpu_flags, cpu_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("SEARCHRL_SHARED_DATA", REPO.parent / "shared" / "data"))
+SAMPLES = REPO / "tests" / "fixtures" / "qa"  # real QA samples that ship with the repository
 console = Console(stderr=True)
 
 
@@ -68,21 +68,21 @@ console = Console(stderr=True)
 
 
 def make_corpus(path: Path, num_docs: int, seed: int = 0) -> list[str]:
-    """Write ``num_docs`` passages to ``path``; returns real questions (empty without the shared samples)."""
+    """Write ``num_docs`` passages to ``path``; returns the samples' real questions."""
     rng = random.Random(seed)
     sentences: list[str] = []
     titles: list[str] = []
     questions: list[str] = []
-    for name in ("nq_oracle", "hotpotqa_distractor", "musique"):
-        corpus = SHARED / name / "corpus.jsonl"
+    for name in ("nq_oracle", "hotpotqa_distractor"):
+        corpus = SAMPLES / name / "corpus.jsonl"
         if not corpus.is_file():
             continue
         for line in corpus.open():
             title, _, text = json.loads(line)["contents"].partition("\n")
             titles.append(title.strip('"'))
             sentences += [s for s in re.split(r"(?<=[.!?])\s+", text) if len(s) > 20]
-        questions += [json.loads(line)["question"] for line in (SHARED / name / "questions.jsonl").open()]
-    if not sentences:  # no shared samples: Zipf pseudo-words
+        questions += [json.loads(line)["question"] for line in (SAMPLES / name / "questions.jsonl").open()]
+    if not sentences:  # no samples (a stripped checkout): Zipf pseudo-words
         vocab = [f"w{i}" for i in range(50_000)]
         weights = 1.0 / np.arange(1, len(vocab) + 1)
         words = rng.choices(vocab, weights=weights, k=400_000)

@@ -61,6 +61,8 @@ from pathlib import Path
 from typing import Any
 
 from hostinfo import fmt, host, host_line  # benchmarks/, beside this file
+
+REPO = Path(__file__).resolve().parents[1]
 from workload import fix_lengths
 
 INSTRUCTION = "Answer the question with <answer>answer</answer>.\nQuestion: {question}\n"
@@ -104,7 +106,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         f"train.train_layers={args.train_layers if args.train_layers is not None else 'null'}",
         f"model.gradient_checkpointing={str(args.gradient_checkpointing).lower()}", "model.lora.enabled=false",
         "rollout.max_turns=0", f"rollout.max_turn_tokens={args.max_tokens}", f"rollout.temperature={args.temperature}",
-        f"rollout.bf16={str(bool(args.bf16 and not args.searchrl_fp32_rollout)).lower()}",
+        *(["rollout.bf16=true"] if args.bf16 and not args.searchrl_fp32_rollout else []),  # else: CPU default, fp32
         "rollout.top_p=1.0", "rollout.top_k=0", "rollout.greedy=false",
         f"protocol.instruction={json.dumps(INSTRUCTION)}", f"protocol.assistant_prefix={PREFIX}",
         "protocol.use_chat_template=false", "reward.metric=em",
@@ -322,6 +324,9 @@ def main() -> int:
     parser.add_argument("--unfused-adamw", action="store_true",
                         help="searchrl uses the per-tensor AdamW loop (foreach=False) instead of the fused kernel")
     parser.add_argument("--only", choices=("searchrl", "trl"), default=None)
+    parser.add_argument("--compare-src", default=None, metavar="DIR",
+                        help="instead of TRL, time searchrl from another source tree (the src/ folder of another "
+                             "checkout, e.g. `git worktree add /tmp/old COMMIT`) against this one, alternating")
     parser.add_argument("--json", default=None, help="write the results here")
     parser.add_argument("--worker", choices=("searchrl", "trl"), default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -361,13 +366,20 @@ def main() -> int:
            "TOKENIZERS_PARALLELISM": "false"}
     info = host(args.threads)
     names = [n for n in ("searchrl", "trl") if args.only in (None, n)]
+    worker_of = {"searchrl": "searchrl", "trl": "trl"}
+    envs = {name: env for name in names}
+    if args.compare_src:
+        other = f"searchrl@{args.compare_src}"
+        names, worker_of[other] = ["searchrl", other], "searchrl"
+        envs = {"searchrl": {**env, "PYTHONPATH": str(REPO / "src")},
+                other: {**env, "PYTHONPATH": str(Path(args.compare_src).resolve())}}
     results: dict[str, list[dict]] = {n: [] for n in names}
     for round_index in range(args.rounds):
         for name in names if round_index % 2 == 0 else names[::-1]:  # alternate who goes first
             load_before = os.getloadavg()[0]
             print(f"round {round_index + 1}/{args.rounds}: {name} ({args.steps} steps) ...", file=sys.stderr, flush=True)
-            proc = subprocess.run([sys.executable, __file__, "--worker", name, *worker_args],
-                                  capture_output=True, text=True, env=env)
+            proc = subprocess.run([sys.executable, __file__, "--worker", worker_of[name], *worker_args],
+                                  capture_output=True, text=True, env=envs[name])
             line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
             if proc.returncode != 0 or line is None:
                 print(proc.stderr[-6000:], file=sys.stderr)
@@ -389,21 +401,25 @@ def main() -> int:
           f"budget={args.max_tokens} tokens ({mode}), {precision}, grad-ckpt={args.gradient_checkpointing}, "
           f"trained blocks: {args.train_layers or 'all'}, {args.rounds} rounds x {args.steps} steps"
           + (", searchrl with the unfused AdamW loop" if args.unfused_adamw else ""))
-    print(f"{'framework':<9} {'step s':>20} {'rollout s':>20} {'update s':>20} {'tokens':>6} {'RSS GB':>6} "
+    w = max(9, *(len(n) for n in names))
+    print(f"{'framework':<{w}} {'step s':>20} {'rollout s':>20} {'update s':>20} {'tokens':>6} {'RSS GB':>6} "
           "(median [min, max] over the steps after each process's first)")
     for name, v in values.items():
-        print(f"{name:<9} {fmt(v['wall']):>20} {fmt(v['rollout_wall']):>20} {fmt(v['update_wall']):>20} "
+        print(f"{name:<{w}} {fmt(v['wall']):>20} {fmt(v['rollout_wall']):>20} {fmt(v['update_wall']):>20} "
               f"{statistics.mean(v['completion_tokens_mean']):>6.1f} "
               f"{max(r['peak_rss_gb'] for r in results[name]):>6.2f}")
     ratios: dict[str, list[float]] = {}
     if len(results) == 2:
+        first, second = names
+
         def per_round(key: str) -> list[float]:
             med = lambda r: statistics.median(s[key] for s in r["steps"][1:])  # noqa: E731
-            return [med(a) / med(b) for a, b in zip(results["searchrl"], results["trl"])]
+            return [med(a) / med(b) for a, b in zip(results[first], results[second])]
 
         ratios = {key: per_round(key) for key in ("wall", "rollout_wall", "update_wall")}
-        print("searchrl / TRL per round (median [min, max]): " + ", ".join(
-            f"{k} {fmt(v, '.2f', 'x')}" for k, v in ratios.items()) + "  (target: step <= 0.5x)")
+        print(f"{first} / {second} per round (median [min, max]): " + ", ".join(
+            f"{k} {fmt(v, '.2f', 'x')}" for k, v in ratios.items())
+            + ("" if args.compare_src else "  (target: step <= 0.5x)"))
     if args.json:
         path = Path(args.json)
         tmp = path.with_name(f".{path.name}.tmp")

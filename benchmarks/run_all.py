@@ -1,0 +1,159 @@
+"""`make bench`: every benchmark at a size that finishes in about 15 minutes in all on a quiet 2-core machine, then
+one summary table (each headline as median [min, max] over its rounds, the target, and whether it is met).
+
+    .venv/bin/python benchmarks/run_all.py                 # all of them
+    .venv/bin/python benchmarks/run_all.py --only rollout,train --json /tmp/bench.json
+
+The sizes here are smaller than each benchmark's defaults (those are what docs/benchmarks.md reports); a benchmark
+that fails is reported as failed and the others still run. bench_gpu.py runs only where torch sees a CUDA GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from hostinfo import cpu_flags, cpu_model, fmt, load  # noqa: E402
+
+Row = tuple[str, str, str, str]  # (what, measured, target, met)
+
+
+def _met(ok: bool | None) -> str:
+    return "report" if ok is None else ("yes" if ok else "NO")
+
+
+def losses_rows(d: dict) -> list[Row]:
+    out = []
+    for name, target in (("Objective sapo", 1.10), ("Objective llds (action gate)", 1.10)):
+        r = d["variants"][name]["paired_ratio"]
+        out.append((f"{name.split()[1]} penalty over PPO-clip, loss call (CPU time)",
+                    f"{r['median']:.2f}x [{r['p5']:.2f}, {r['p95']:.2f}] (5-95%)", f"<= {target:.2f}x",
+                    _met(r["median"] <= target)))
+    ms = d["variants"]["calibadv_advantages 512×2048"]["wall_ms_median"]
+    out.append(("calibadv_advantages at 512 x 2048", f"{ms:.1f} ms", "< 50 ms", _met(ms < 50)))
+    return out
+
+
+def retrieval_rows(d: dict) -> list[Row]:
+    per_round = d["searchrl / best bm25s per round"]
+    rows = [(f"BM25 vs bare bm25s ({d['best_bm25s']})", fmt(per_round, ".2f", "x"), ">= 0.9x",
+             _met(statistics.median(per_round) >= 0.9)),
+            ("BM25 vs rank_bm25", f"{d['ratios']['searchrl / rank_bm25']:.0f}x", ">= 50x",
+             _met(d["ratios"]["searchrl / rank_bm25"] >= 50))]
+    if "searchrl / pyserini per round" in d:
+        rows.append(("BM25 vs pyserini (Lucene)", fmt(d["searchrl / pyserini per round"], ".2f", "x"), ">= 1x",
+                     _met(statistics.median(d["searchrl / pyserini per round"]) >= 1.0)))
+    return rows
+
+
+def rollout_rows(d: dict) -> list[Row]:
+    ratios = d["engine_speedup_by_round"]["Search-R1 loop"]
+    return [("rollout engine vs Search-R1 loop, same work and kernels", fmt(ratios, ".2f", "x"), ">= 2x",
+             _met(statistics.median(ratios) >= 2.0))]
+
+
+def train_rows(d: dict) -> list[Row]:
+    ratios = d["ratios_by_round"]["wall"]
+    return [("RL step vs TRL GRPOTrainer, all blocks, same work and precision", fmt(ratios, ".2f", "x"), "<= 0.5x",
+             _met(statistics.median(ratios) <= 0.5))]
+
+
+def eval_rows(d: dict) -> list[Row]:
+    return [(f"searchrl eval, {d['questions']} NQ questions", f"{d['questions_per_min']:.1f} questions/min",
+             "report", "report"),
+            ("eval retrieval + bookkeeping share", f"{100 * d['retrieval_and_bookkeeping_share']:.2f}%", "< 10%",
+             _met(d["retrieval_and_bookkeeping_share"] < 0.10))]
+
+
+def lower_blocks_rows(d: dict) -> list[Row]:
+    return [("RL step with / without the lower-block cache (demo)", fmt(d["step_ratio_by_round"], ".2f", "x"),
+             "report", "report" if d["same"] else "NO (results differ)")]
+
+
+def gpu_rows(d: dict) -> list[Row]:
+    out = []
+    for arch, pair in d["summary"].items():
+        if "ratio_by_round" in pair:
+            out.append((f"one GPU: RL step vs TRL, {arch}", fmt(pair["ratio_by_round"]["wall"], ".2f", "x"),
+                        "<= 0.5x", _met(statistics.median(pair["ratio_by_round"]["wall"]) <= 0.5)))
+    return out
+
+
+# name -> (script, arguments at the make-bench size, the flag that takes the JSON path, summary rows)
+BENCHMARKS: dict[str, tuple[str, list[str], str, Callable[[dict], list[Row]]]] = {
+    "losses": ("bench_losses.py", ["--repeats", "20"], "--json", losses_rows),
+    "retrieval": ("bench_retrieval.py", ["--docs", "20000", "--queries", "500", "--repeats", "3",
+                                         "--rank-bm25-queries", "20", "--dense-docs", "32"], "--out", retrieval_rows),
+    "rollout": ("bench_rollout.py", ["--questions", "4", "--group", "2", "--turn-tokens", "64", "--rounds", "3"],
+                "--json", rollout_rows),
+    "train": ("bench_train.py", ["--batch-size", "4", "--group-size", "4", "--mini-batch-size", "8",
+                                 "--micro-batch-size", "8", "--steps", "3", "--rounds", "3"], "--json", train_rows),
+    "eval": ("bench_eval.py", ["--questions", "32", "--threads", "1"], "--json", eval_rows),
+    "lower_blocks": ("bench_lower_blocks.py", ["--steps", "3", "--rounds", "2", "--threads", "1"], "--json",
+                     lower_blocks_rows),
+    "gpu": ("bench_gpu.py", ["--rounds", "3"], "--json", gpu_rows),
+}
+
+
+def has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(BENCHMARKS)}")
+    parser.add_argument("--json", default=None, help="also write the summary here")
+    args = parser.parse_args()
+    names = list(BENCHMARKS) if args.only is None else [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        parser.error(f"--only: unknown {unknown}; known: {', '.join(BENCHMARKS)}")
+    rows: list[Row] = []
+    status: dict[str, str] = {}
+    started, load_start = time.perf_counter(), load()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            script, extra, json_flag, summarise = BENCHMARKS[name]
+            if name == "gpu" and not has_cuda():
+                status[name] = "skipped: no CUDA GPU here"
+                print(f"== {name}: {status[name]}", flush=True)
+                continue
+            out = Path(tmp) / f"{name}.json"
+            command = [sys.executable, str(HERE / script), *extra, json_flag, str(out)]
+            print(f"== {name}: {' '.join(command[1:])}", flush=True)
+            start = time.perf_counter()
+            done = subprocess.run(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            seconds = time.perf_counter() - start
+            if done.returncode != 0 or not out.is_file():
+                status[name] = f"FAILED (exit {done.returncode}) after {seconds:.0f} s"
+                rows.append((name, status[name], "", "NO"))
+                continue
+            status[name] = f"{seconds:.0f} s"
+            rows += summarise(json.loads(out.read_text()))
+    total = time.perf_counter() - started
+    width = [max(len(r[i]) for r in [("benchmark", "measured", "target", "met?"), *rows]) for i in range(4)]
+    print(f"\nSummary: {len(names)} benchmarks in {total / 60:.1f} min; CPU {cpu_model()} "
+          f"({', '.join(cpu_flags())}), load {load_start:.2f} at the start, {load():.2f} at the end")
+    print("  ".join(h.ljust(w) for h, w in zip(("benchmark", "measured", "target", "met?"), width)))
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, width)))
+    print("times: " + ", ".join(f"{k} {v}" for k, v in status.items()))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows, "status": status, "minutes": total / 60}, indent=1))
+    return 1 if any("FAILED" in v for v in status.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
