@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +34,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hostinfo import cpu_flags, cpu_model  # noqa: E402
 from searchrl.algorithms import (
     AdvantageBatch,
     Objective,
@@ -112,18 +114,6 @@ BASELINES = {
     "Objective sapo, KL+entropy on": "Objective grpo, KL+entropy on",
     "Objective llds, KL+entropy on": "Objective grpo, KL+entropy on",
 }
-
-
-def cpu_model() -> str:
-    """The CPU model name (from /proc/cpuinfo on Linux), for the record."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def ms_range(seconds: list[float]) -> str:
@@ -223,7 +213,7 @@ def main() -> int:
         table.add_row(*row)
     console.print(table)
     console.print(
-        f"CPU: {cpu_model()}; {os.cpu_count()} cores visible; load average {load_before:.1f} before, "
+        f"CPU: {cpu_model()} ({', '.join(cpu_flags())}); {os.cpu_count()} cores visible; load average {load_before:.1f} before, "
         f"{load_after:.1f} after"
     )
     if args.json:
