@@ -82,6 +82,17 @@ def test_search_drop_fires_when_the_agent_stops_searching() -> None:
     assert feed(CollapseMonitor(only("search_drop")), "env/searches_mean", level) == []
 
 
+def test_format_collapse_fires_at_the_step_grpo_lost_the_protocol() -> None:
+    # Format validity per step of the collapse regime's seed-0 runs (docs/experiments/collapse/*/metrics.jsonl).
+    grpo = [0.75, 0.0, 0.16, 0.02, 0.02, 0.0, 0.25, 0.98, 1.0, 0.98, 0.95, 1.0]
+    sapo = [0.75, 0.92, 0.88, 0.91, 0.91, 0.84, 0.92, 0.97, 0.95, 0.84, 0.62, 0.77]
+    events = feed(CollapseMonitor(only("format_collapse")), "diag/format_valid", grpo)
+    assert [e.step for e in events] == [2] and events[0].rule == "format_collapse"
+    assert feed(CollapseMonitor(only("format_collapse")), "diag/format_valid", sapo) == []
+    # An untrained start (format 0) that learns the protocol is not a collapse.
+    assert feed(CollapseMonitor(only("format_collapse")), "diag/format_valid", [0.0, 0.0, 0.1, 0.4, 0.8]) == []
+
+
 def test_reward_drop_respects_warmup_and_a_positive_best() -> None:
     rising_then_collapse = [0.1 + 0.04 * i for i in range(15)] + [0.0] * 6
     events = feed(CollapseMonitor(only("reward_drop")), "reward/mean", rising_then_collapse)

@@ -106,6 +106,12 @@ def default_rules() -> dict[str, RuleConfig]:
             window=5, warmup=10,
             description="valid-format rate halved from its best (LLDS Fig. 4: valid searches fall to 0)",
         ),
+        "format_collapse": RuleConfig(
+            kind="drop_from_best", metrics=("diag/format_valid", "env/format_valid"), threshold=1 / 3,
+            window=1, warmup=1,
+            description="valid-format rate fell below a third of its best in one step (measured in "
+                        "docs/experiments.md: GRPO in the collapse regime went from 0.75 to 0.00 at step 2)",
+        ),
         "reward_drop": RuleConfig(
             kind="drop_from_best", metrics=("reward/mean",), threshold=0.5, window=5, warmup=10,
             description="reward halved from its best moving average (SAPO Fig. 1d, LLDS Fig. 7)",
