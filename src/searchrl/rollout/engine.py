@@ -93,7 +93,8 @@ class RolloutConfig:
         None,
         "sample the training rollouts under bf16 autocast with a bf16 KV cache; null: as train.bf16 on a CUDA GPU "
         "(the precision of the trainer's log-prob forwards, and what TRL and vLLM sample in), float32 on the CPU "
-        "(where the oneDNN-packed float32 kernels decode faster). Evaluation always decodes in float32.",
+        "(where the oneDNN-packed float32 kernels decode faster: 32 rows x 48 tokens took 12.6 s against 23.8 s "
+        "under bf16 autocast on an Intel Xeon with avx512_bf16). Evaluation always decodes in float32.",
     )
     max_query_chars: int = setting(4096, "longer queries are cut (the retrieval server's limit is 4096).", ge=1)
     retrieval_attempts: int = setting(3, "tries of a failing retriever call, with exponential backoff.", ge=1)
