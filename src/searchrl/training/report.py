@@ -442,7 +442,9 @@ def _plot_panels(
 
 
 def _mark_events(ax: Any, run: RunData, panel: Panel, xs: Sequence[float], ys: Sequence[float], colour: Any) -> None:
-    """Dotted vertical line at every warning; on the panel of the warning's metric, a labelled marker."""
+    """Dotted vertical line at every warning; on the panel of the warning's metric, a labelled marker (labels of
+    warnings at the same step are stacked, not drawn over each other)."""
+    labelled: dict[float, int] = {}
     for event in run.events:
         if not _finite(event.get("step")):
             continue
@@ -452,8 +454,10 @@ def _mark_events(ax: Any, run: RunData, panel: Panel, xs: Sequence[float], ys: S
             # Marker on the curve at the nearest logged step.
             nearest = min(range(len(xs)), key=lambda i: abs(xs[i] - step))
             ax.plot([xs[nearest]], [ys[nearest]], marker="v", markersize=9, color=colour, markeredgecolor="black")
+            above = labelled.get(step, 0)
+            labelled[step] = above + 1
             ax.annotate(str(event.get("rule", "warning")), (xs[nearest], ys[nearest]), textcoords="offset points",
-                        xytext=(4, 6), fontsize=7, color="black")
+                        xytext=(4, 6 + 9 * above), fontsize=7, color="black")
 
 
 def _event_on_collapse_panel(event: Mapping[str, Any]) -> bool:
