@@ -329,7 +329,7 @@ def test_arms_pool_seeds_collapse_steps_and_the_start_validation(tmp_path: Path)
     # format below 25 % at step 2; validation EM below half its start at step 3; never
     assert [collapse_step(r) for r in runs] == [2, 3, None]
     gain, low, high, n = pooled_gain(arms(runs)["grpo"])
-    assert n == 40 and gain == pytest.approx(0.125)  # (0 + 0.25) / 2
+    assert n == 80 and gain == pytest.approx(0.125)  # (0 + 0.25) / 2, 40 questions x 2 seeds
     assert low <= gain <= high
     gain, low, high, _ = pooled_gain([runs[2]])
     assert gain == pytest.approx(0.25) and low > 0  # every changed question gained: the interval excludes 0
@@ -337,3 +337,19 @@ def test_arms_pool_seeds_collapse_steps_and_the_start_validation(tmp_path: Path)
     page = result.html.read_text()
     assert "Arms over seeds" in page and "grpo (2 seeds)" not in page  # legends live in the PNGs
     assert "0.125" in page
+
+
+def test_pooled_gain_keeps_every_question_when_seeds_scored_different_samples(tmp_path: Path) -> None:
+    """An evaluation's question sample is seeded: seeds of one arm may score different questions. None is dropped."""
+    from searchrl.training.report import pooled_gain
+
+    def run(name: str, qs: list[str], gained: int) -> Path:
+        start = {q: 0.0 for q in qs}
+        final = {q: 1.0 if i < gained else 0.0 for i, q in enumerate(qs)}
+        return _study_run(tmp_path / name, [0.8, 0.8, 0.8], {0: 0.5, 3: 0.5}, start, final)
+
+    a = run("llds-s0", [f"a{i}" for i in range(40)], 20)  # +0.5 on its own 40 questions
+    b = run("llds-s1", [f"a{i}" for i in range(10)] + [f"b{i}" for i in range(30)], 0)  # 0.0, 10 shared
+    gain, low, high, n = pooled_gain([load_run(a), load_run(b)])
+    assert n == 80 and gain == pytest.approx(0.25)  # the mean of the seeds' own gains, not of 10 shared questions
+    assert 0 < low < gain < high < 0.5

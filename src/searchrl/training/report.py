@@ -667,9 +667,15 @@ def _test_gain(run: RunData) -> tuple[float, float, float, float, float]:
 def pooled_gain(members: Sequence[RunData], resamples: int = 2000, seed: int = 0) -> tuple[float, float, float, int]:
     """The test EM gain of an arm pooled over its seeds, with a paired 95 % bootstrap interval over questions.
 
-    Per question q: d_q = mean over seeds of (final_s(q) − start_s(q)); gain = mean_q d_q; the interval resamples
-    questions (every seed's outcome on a question moves with it). Uses each run's evals.json (per-question EM at
-    the start and the end of RL); questions missing from any run are left out. (gain, low, high, n questions).
+    Uses each run's evals.json (per-question EM at the start and the end of RL); d_s(q) = final_s(q) − start_s(q).
+
+    - Every seed scored the same questions: gain = mean_q (mean_s d_s(q)); the interval resamples questions, and
+      every seed's outcome on a question moves with it.
+    - The seeds scored different questions (the evaluation's question sample is seeded, so a study whose runs
+      differ in `seed` tests each seed on its own sample): gain = mean_s (mean_q d_s(q)); the interval resamples
+      each seed's questions independently (a stratified bootstrap), so no question is dropped.
+
+    Returns (gain, low, high, n), n being the number of (seed, question) pairs scored.
     """
     import numpy as np  # local: numpy costs ~0.13 s to import; `searchrl report --help` must not pay it
 
@@ -679,16 +685,21 @@ def pooled_gain(members: Sequence[RunData], resamples: int = 2000, seed: int = 0
         if len(start) != 1 or set(start) != set(final):
             continue
         ds = next(iter(start))
-        tables.append({q: float(final[ds][q]) - float(v) for q, v in start[ds].items() if q in final[ds]})
+        table = {q: float(final[ds][q]) - float(v) for q, v in start[ds].items() if q in final[ds]}
+        if table:
+            tables.append(table)
     if not tables:
         return math.nan, math.nan, math.nan, 0
-    questions = sorted(set.intersection(*(set(t) for t in tables)))
-    if not questions:
-        return math.nan, math.nan, math.nan, 0
-    d = np.array([[t[q] for q in questions] for t in tables]).mean(axis=0)  # (Q,)
     rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1)
-    return float(d.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975)), len(questions)
+    if all(set(t) == set(tables[0]) for t in tables):
+        questions = sorted(tables[0])
+        d = np.array([[t[q] for q in questions] for t in tables]).mean(axis=0)  # (Q,)
+        means = d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1)
+        return float(d.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975)), d.size * len(tables)
+    per_seed = [np.array(list(t.values())) for t in tables]
+    means = np.mean([d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1) for d in per_seed], axis=0)
+    gain = float(np.mean([d.mean() for d in per_seed]))
+    return gain, float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975)), sum(d.size for d in per_seed)
 
 
 def _spread(values: Sequence[float]) -> str:
@@ -709,7 +720,7 @@ def _arm_table_html(runs: Sequence[RunData]) -> str:
             + (f" [{_fmt(g[3])}, {_fmt(g[4])}]" if _finite(g[3]) else "") for run, g in zip(members, gains)
         )
         pooled, low, high, n_questions = pooled_gain(members)
-        pooled_text = (f"{_fmt(pooled)} <span class='ci'>[{_fmt(low)}, {_fmt(high)}], {n_questions} q</span>"
+        pooled_text = (f"{_fmt(pooled)} <span class='ci'>[{_fmt(low)}, {_fmt(high)}], {n_questions} seed-questions</span>"
                        if _finite(pooled) else "–")
         collapses = [collapse_step(run) for run in members]
         collapse_text = ", ".join("–" if c is None else str(c) for c in collapses)
@@ -729,8 +740,9 @@ def _arm_table_html(runs: Sequence[RunData]) -> str:
         "first and the last validation. A run collapsed at the first step where fewer than "
         f"{COLLAPSE_FORMAT_BELOW:.0%} of its trajectories were well-formed or a validation EM fell below "
         f"{COLLAPSE_VAL_FRACTION:.0%} of its start (– = never). Test EM from each run's summary.json; the pooled "
-        "gain averages each question's gain (final − start) over the seeds and resamples questions (evals.json); "
-        "the last column gives each seed's own paired gain.</p>"
+        "gain is the mean over seeds of each seed's paired gain (final − start on the questions that seed scored, "
+        "evals.json), its interval a bootstrap over questions (within each seed when the seeds scored different "
+        "question samples); the last column gives each seed's own paired gain.</p>"
     )
 
 
