@@ -75,6 +75,10 @@ def test_token_diagnostics_hand_computed() -> None:
     assert d["diag/is_ratio_p01"] == approx(0.265)
     assert d["diag/is_ratio_p05"] == approx(0.325)
     assert d["diag/is_ratio_lt_0.5"] == approx(1 / 7)  # 0.5 itself is not below 0.5
+    # tokens with advantage >= 0 (row 0): 1, 0.25, 2, 1
+    assert d["diag/is_ratio_mean/nonneg_adv"] == approx(4.25 / 4)
+    assert d["diag/is_ratio_min/nonneg_adv"] == approx(0.25)
+    assert d["diag/is_ratio_lt_0.5/nonneg_adv"] == approx(1 / 4)
     # search turn tokens: 1, 0.25
     assert d["diag/is_ratio_mean/search"] == approx(0.625)
     assert d["diag/is_ratio_min/search"] == approx(0.25)

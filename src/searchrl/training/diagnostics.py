@@ -58,6 +58,7 @@ SILVER_F1_THRESHOLD = 0.7
 CALIBADV_SCORE_EPS = 1e-6
 
 _KIND_SUFFIX = {"": None, "/search": SEARCH_TURN, "/answer": ANSWER_TURN}
+NONNEG_SUFFIX = "/nonneg_adv"  # the ratio statistics over tokens with advantage >= 0
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -171,6 +172,8 @@ def token_diagnostics(
     - `diag/is_ratio_lt_0.5`: share of tokens with r_t < 0.5.
     - each of the above again with suffix `/search` (turn_kind = 1) and `/answer` (turn_kind = 2): SAPO
       Prop. 1 says the drift concentrates on the action (tool-call) tokens.
+    - each of the above again with suffix `/nonneg_adv`: tokens with Â ≥ 0 only, the tokens of good (and
+      all-equal) trajectories whose ratio falling is ISDD (SAPO Fig. 1a; its term acts on them).
     - `diag/log_ratio_drift` (and `/search`, `/answer`): λ = μ + σ²/2 of log r_t, see `log_ratio_drift`.
     - `diag/clip_frac_low`: share of tokens with Â < 0 and r < 1 − ε_low; `diag/clip_frac_high`: share with
       Â > 0 and r > 1 + ε_high; `diag/clip_frac` = their sum. These are exactly the tokens where PPO's
@@ -194,9 +197,12 @@ def token_diagnostics(
         log_ratio = log_probs.detach().double() - old_log_probs.detach().double()  # (B, T)
         ratio = torch.exp(log_ratio)  # (B, T)
         sampled = response_mask.bool()  # (B, T)
+        adv = _token_advantages(advantages, ratio)  # (B, T)
         out: dict[str, torch.Tensor] = {}
-        for suffix, kind in _KIND_SUFFIX.items():
-            sel = sampled if kind is None else sampled & (turn_kind == kind)  # (B, T)
+        selections = {suffix: sampled if kind is None else sampled & (turn_kind == kind)
+                      for suffix, kind in _KIND_SUFFIX.items()}
+        selections[NONNEG_SUFFIX] = sampled & (adv >= 0)
+        for suffix, sel in selections.items():  # sel: (B, T)
             r = ratio[sel]  # (n,)
             if r.numel() == 0:
                 for name in ("mean", "min", "p01", "p05", "lt_0.5"):
@@ -210,7 +216,6 @@ def token_diagnostics(
             out[f"diag/log_ratio_drift{suffix}"] = log_ratio_drift(log_ratio[sel])
 
         n_tokens = sampled.sum()
-        adv = _token_advantages(advantages, ratio)  # (B, T)
         clipped_low = sampled & (adv < 0) & (ratio < 1.0 - clip_low)  # (B, T)
         clipped_high = sampled & (adv > 0) & (ratio > 1.0 + clip_high)  # (B, T)
         if n_tokens == 0:
@@ -234,8 +239,8 @@ def token_diagnostics(
 
 
 TOKEN_DIAGNOSTIC_KEYS: tuple[str, ...] = tuple(
-    [f"diag/is_ratio_{n}{s}" for s in _KIND_SUFFIX for n in ("mean", "min", "p01", "p05", "lt_0.5")]
-    + [f"diag/log_ratio_drift{s}" for s in _KIND_SUFFIX]
+    [f"diag/is_ratio_{n}{s}" for s in (*_KIND_SUFFIX, NONNEG_SUFFIX) for n in ("mean", "min", "p01", "p05", "lt_0.5")]
+    + [f"diag/log_ratio_drift{s}" for s in (*_KIND_SUFFIX, NONNEG_SUFFIX)]
     + ["diag/clip_frac_low", "diag/clip_frac_high", "diag/clip_frac", "diag/entropy"]
     + [f"diag/sapo_region/{k}_{s}" for k in ("search", "answer") for s in ("pos", "zero")]
 )

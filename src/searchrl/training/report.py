@@ -70,6 +70,8 @@ RATIO_PANELS = (
     Panel("ratio mean, answer turns", ("diag/is_ratio_mean/answer",), "mean ratio"),
     Panel("ratio 5th percentile", ("diag/is_ratio_p05",), "ratio"),
     Panel("log-ratio drift (mu + sigma^2/2)", ("diag/log_ratio_drift",), "drift"),
+    Panel("share of ratios below 0.5", ("diag/is_ratio_lt_0.5",), "share of tokens"),
+    Panel("ratio mean, tokens with advantage >= 0 (ISDD)", ("diag/is_ratio_mean/nonneg_adv",), "mean ratio"),
 )
 LLD_PANELS = (
     Panel("positive-advantage trajectories", ("diag/ll_pos",), "mean log-likelihood"),
