@@ -3,6 +3,7 @@ one summary table (each headline as median [min, max] over its rounds, the targe
 
     .venv/bin/python benchmarks/run_all.py                 # all of them
     .venv/bin/python benchmarks/run_all.py --only rollout,train --json /tmp/bench.json
+    .venv/bin/python benchmarks/run_all.py --keep docs/bench-runs/DATE   # keep each benchmark's JSON
 
 The sizes here are smaller than each benchmark's defaults (those are what docs/benchmarks.md reports); a benchmark
 that fails is reported as failed and the others still run. bench_gpu.py runs only where torch sees a CUDA GPU.
@@ -115,6 +116,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(BENCHMARKS)}")
     parser.add_argument("--json", default=None, help="also write the summary here")
+    parser.add_argument("--keep", default=None, metavar="DIR",
+                        help="keep every benchmark's own JSON in DIR (default: a temporary folder, removed)")
     args = parser.parse_args()
     names = list(BENCHMARKS) if args.only is None else [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in BENCHMARKS]
@@ -123,7 +126,9 @@ def main() -> int:
     rows: list[Row] = []
     status: dict[str, str] = {}
     started, load_start = time.perf_counter(), load()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = scratch if args.keep is None else args.keep
+        Path(tmp).mkdir(parents=True, exist_ok=True)
         for name in names:
             script, extra, json_flag, summarise = BENCHMARKS[name]
             if name == "gpu" and not has_cuda():
