@@ -692,15 +692,14 @@ def pooled_gain(members: Sequence[RunData], resamples: int = 2000, seed: int = 0
             tables.append(table)
     if not tables:
         return math.nan, math.nan, math.nan, 0
-    rng = np.random.default_rng(seed)
-    if all(set(t) == set(tables[0]) for t in tables):
-        questions = sorted(tables[0])
-        d = np.array([[t[q] for q in questions] for t in tables]).mean(axis=0)  # (Q,)
-        means = d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1)
-        return float(d.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975)), d.size * len(tables)
-    per_seed = [np.array(list(t.values())) for t in tables]
-    means = np.mean([d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1) for d in per_seed], axis=0)
+    per_seed = [np.array([t[q] for q in sorted(t)]) for t in tables]  # (Q_s,) each, questions in one order
     gain = float(np.mean([d.mean() for d in per_seed]))
+    rng = np.random.default_rng(seed)
+    if all(set(t) == set(tables[0]) for t in tables):  # resample questions; every seed's outcome moves with one
+        d = np.mean(per_seed, axis=0)  # (Q,)
+        means = d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1)
+    else:  # resample each seed's own questions
+        means = np.mean([d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1) for d in per_seed], axis=0)
     return gain, float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975)), sum(d.size for d in per_seed)
 
 
