@@ -8,9 +8,9 @@
 #
 # On NQ_DIR's test part (the split the run held out): the untrained model with the run's protocol and budgets, the
 # start model in --mode direct and --mode rag (the papers' baseline rows), the start of RL and the end of RL; the
-# end of RL is paired against the start of RL and against the RAG row. On each TRANSFER_DIR (all its questions,
-# zero-shot): the start and the end of RL, paired. Every evaluation writes NAME.json, NAME.md and NAME.jsonl (one
-# line per question) into the output folder (default RUN_DIR/evals).
+# end of RL is paired against the start of RL and against the RAG row (both in nq_final). On each TRANSFER_DIR (all
+# its questions, zero-shot): the start and the end of RL, paired. Every evaluation writes NAME.json, NAME.md and
+# NAME.jsonl (one line per question) into the output folder (default RUN_DIR/evals).
 set -euo pipefail
 run=${1:?usage: examples/real_data_evals.sh RUN_DIR NQ_DIR [TRANSFER_DIR ...] [--out DIR]}
 nq=${2:?usage: examples/real_data_evals.sh RUN_DIR NQ_DIR [TRANSFER_DIR ...] [--out DIR]}
@@ -48,8 +48,7 @@ evaluate nq_untrained default "$nq@test" --template "$out/protocol.json" "${budg
 evaluate nq_direct "$run/start_model" "$nq@test" --mode direct
 evaluate nq_rag "$run/start_model" "$nq@test" --mode rag
 evaluate nq_start "$run/start_model" "$nq@test"
-evaluate nq_final "$run/final_model" "$nq@test" --paired-with "$out/nq_start.jsonl"
-evaluate nq_final_vs_rag "$run/final_model" "$nq@test" --paired-with "$out/nq_rag.jsonl"
+evaluate nq_final "$run/final_model" "$nq@test" --paired-with "$out/nq_start.jsonl" --paired-with "$out/nq_rag.jsonl"
 for data in "${transfer[@]}"; do
   name=$(basename "$data")
   evaluate "${name}_start" "$run/start_model" "$data"

@@ -348,19 +348,24 @@ def test_cli_eval_paired_with_an_earlier_evaluation(tiny_model_dir: Path, tmp_pa
     # The same model on the same questions: a paired difference of exactly 0.
     out = tmp_path / "again.json"
     assert cli_main([*common, "--paired-with", str(first), "--out", str(out)]) == 0
-    paired = json.loads(out.read_text())["paired"]
+    (paired,) = json.loads(out.read_text())["paired"]
     assert paired["with"] == str(first)
     assert paired["datasets"]["world"] == {"n": 6, "em_gain": 0.0, "em_ci_low": 0.0, "em_ci_high": 0.0,
                                            "f1_gain": 0.0, "f1_ci_low": 0.0, "f1_ci_high": 0.0}
     assert "Paired against" in capsys.readouterr().out
-    # An earlier run that got every question right: this one is 1 - (its EM) behind, on every question.
+    # An earlier run that got every question right: this one is 1 - (its EM) behind, on every question. Both
+    # comparisons from one evaluation (--paired-with repeats), each reported under its own file.
     rows = [json.loads(line) for line in first.read_text().splitlines()]
     better = tmp_path / "better.jsonl"
     better.write_text("".join(json.dumps({**r, "em": 1.0, "f1": 1.0}) + "\n" for r in rows))
-    assert cli_main([*common, "--paired-with", str(better), "--out", str(out)]) == 0
-    gain = json.loads(out.read_text())["paired"]["datasets"]["world"]
+    assert cli_main([*common, "--paired-with", str(first), "--paired-with", str(better), "--out", str(out)]) == 0
+    same, worse = json.loads(out.read_text())["paired"]
+    assert (same["with"], worse["with"]) == (str(first), str(better))
+    assert same["datasets"]["world"]["em_gain"] == 0.0
+    gain = worse["datasets"]["world"]
     assert gain["em_gain"] == pytest.approx(sum(r["em"] for r in rows) / 6 - 1.0)
     assert gain["em_ci_high"] <= 0.0
+    assert capsys.readouterr().out.count("Paired against") == 2
     # A file that is not an evaluation's samples: a clean error naming the file, line and field, before any work.
     broken = tmp_path / "broken.jsonl"
     broken.write_text(json.dumps({"dataset": "world", "uid": "world:1", "f1": 0.5}) + "\n")

@@ -37,9 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="search: the agent; direct: answer without search; rag: retrieve once with the question")
     parser.add_argument("--out", default=None, help="write the JSON report here and the Markdown table beside it (.md)")
     parser.add_argument("--samples", default=None, help="also write one JSON line per question (answer, scores, text)")
-    parser.add_argument("--paired-with", default=None, metavar="SAMPLES",
+    parser.add_argument("--paired-with", action="append", default=None, metavar="SAMPLES",
                         help="the --samples file of another evaluation: also report this one minus that one (EM, "
-                             "F1) on the questions both scored, with paired 95%% bootstrap intervals")
+                             "F1) on the questions both scored, with paired 95%% bootstrap intervals; repeat it to "
+                             "compare with several")
     parser.add_argument("--batch-size", type=int, default=32, help="questions per rollout batch (default %(default)s)")
     saved = "default: the model folder's saved setting (an exported agent carries its training's), else"
     parser.add_argument("--max-turns", type=int, default=None, help=f"searches allowed ({saved} {d.max_turns})")
@@ -130,7 +131,7 @@ def main(args: argparse.Namespace) -> int:
         check_writable(path, "--out")
     if args.samples:
         check_writable(args.samples, "--samples")
-    other = read_samples(args.paired_with) if args.paired_with else None  # a bad file fails before any work
+    others = [(path, read_samples(path)) for path in args.paired_with or ()]  # a bad file fails before any work
     saved = read_agent_settings(args.model) if Path(args.model).is_dir() else None
     protocol = build_protocol(args, saved)
     budgets = {k: v for k, v in (saved or {}).get("rollout", {}).items() if k in AGENT_ROLLOUT_KEYS}
@@ -149,12 +150,13 @@ def main(args: argparse.Namespace) -> int:
     report = evaluate(args.model, None, sources, retriever=args.retriever, limit=args.limit, mode=args.mode,
                       protocol_cfg=protocol, rollout_cfg=rollout, batch_size=args.batch_size, seed=args.seed,
                       n_resamples=args.resamples, progress=not args.no_progress, model_name=args.model, device=device)
-    if other is not None:
-        report.paired = {"with": str(args.paired_with),
-                         "datasets": paired_differences(report.records, other, seed=args.seed)}
-        if not report.paired["datasets"]:
-            raise ConfigError(f"--paired-with {args.paired_with}: no question of this evaluation is in it (same "
-                              "data, split and --limit?)")
+    if others:
+        report.paired = [{"with": str(path), "datasets": paired_differences(report.records, other, seed=args.seed)}
+                         for path, other in others]
+        for entry in report.paired:
+            if not entry["datasets"]:
+                raise ConfigError(f"--paired-with {entry['with']}: no question of this evaluation is in it (same "
+                                  "data, split and --limit?)")
     print(report.to_markdown(), end="")
     try:
         if args.out:

@@ -47,7 +47,8 @@ class EvalReport:
     settings: dict = field(default_factory=dict)
     timing: dict = field(default_factory=dict)
     records: list[dict] = field(default_factory=list)  # one per question: answer, scores, finish reason, text
-    paired: dict | None = None  # `searchrl eval --paired-with`: {"with": file, "datasets": paired_differences(...)}
+    # `searchrl eval --paired-with`, one entry per file: {"with": file, "datasets": paired_differences(...)}
+    paired: list[dict] | None = None
 
     def metric(self, dataset: str, key: str = "em") -> float:
         return float(self.datasets[dataset][key])
@@ -79,8 +80,8 @@ class EvalReport:
 
     def to_markdown(self) -> str:
         text = render_markdown(self)
-        if self.paired is not None:
-            text += "\n" + render_paired(self.paired["datasets"], self.paired["with"])
+        for entry in self.paired or ():
+            text += "\n" + render_paired(entry["datasets"], entry["with"])
         return text
 
     def write(self, path: str | Path) -> tuple[Path, Path]:
