@@ -90,6 +90,7 @@ def _questions(args: argparse.Namespace) -> list[list[Any]]:
 
 def worker_searchrl(args: argparse.Namespace) -> dict:
     import searchrl.models
+    from searchrl.errors import ConfigError
     from searchrl.rollout.engine import RolloutEngine
     from searchrl.training import loop
     from searchrl.training.config import load_config
@@ -114,7 +115,19 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         "val.at_start=false", "val.untrained=false", "val.every=0", "val.max_questions=1", "checkpoint.every=0",
         "checkpoint.export_final=false", "log.tensorboard=false", "log.samples_every=0", "log.console=false",
     ]
-    cfg = load_config("demo", overrides)
+    # --compare-src runs this worker on an older searchrl: a key it predates is dropped when its value is what that
+    # code did anyway (it had no device setting and ran on the CPU), and any other unknown key stays an error.
+    predates = {"train.device=cpu"}
+    while True:
+        try:
+            cfg = load_config("demo", overrides)
+            break
+        except ConfigError as exc:
+            dropped = [o for o in overrides if o in predates and f"'{o.split('=')[0]}'" in str(exc)]
+            if not dropped:
+                raise
+            print(f"searchrl at {Path(searchrl.__file__).parent} predates {dropped[0]}: dropped", file=sys.stderr)
+            overrides.remove(dropped[0])
     if not args.same_stop:
         load_policy = searchrl.models.load_policy
 
@@ -394,7 +407,9 @@ def main() -> int:
     keys = ("wall", "rollout_wall", "update_wall", "cpu", "completion_tokens_mean")
     values = {name: {key: [s[key] for r in rs for s in r["steps"][1:]] for key in keys} for name, rs in results.items()}
     mode = ("both sample freely and stop at " + STOP) if args.same_stop else "every completion exactly the budget"
-    precision = ("searchrl samples in float32 (packed), TRL under bf16 autocast" if args.searchrl_fp32_rollout and args.bf16
+    precision = ("both sides searchrl: float32 sampling (packed), bf16 autocast in training"
+                 if args.compare_src and args.searchrl_fp32_rollout and args.bf16
+                 else "searchrl samples in float32 (packed), TRL under bf16 autocast" if args.searchrl_fp32_rollout and args.bf16
                  else "the same precision in sampling and training (bf16 autocast)" if args.bf16 else "float32 throughout")
     print(host_line(info))
     print(f"B={args.batch_size} G={args.group_size} mini={args.mini_batch_size} micro={args.micro_batch_size} "
