@@ -40,6 +40,10 @@ model, its kernel flags, the thread count and the load.
     .venv/bin/python benchmarks/bench_train.py --train-layers 10                 # the demo's trained blocks
     .venv/bin/python benchmarks/bench_train.py --same-stop --json /tmp/bench_train.json
 
+`--keep-groups` runs searchrl with `train.keep_groups_together=true` (verl's layout: whole groups per mini-batch),
+so each of its forwards computes a micro-batch's shared prompt once (`batching._shared_prompt_forward`); the tokens
+generated and trained and the updates are the same, only which rows share a mini-batch changes. TRL is unchanged.
+
 With `--train-layers N` both sides train only the top N blocks (TRL's model is frozen below them with the same
 helper as searchrl's `train.train_layers`), so the work is the same again; searchrl then also runs the frozen
 blocks once per trajectory and step (`LowerBlockCache`), which TRL has no counterpart for.
@@ -105,6 +109,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         "train.ppo_epochs=1", f"train.lr={args.lr}", "train.warm_start=null", f"train.bf16={str(args.bf16).lower()}",
         "train.warmup_ratio=0", "train.lr_schedule=constant", "train.time_budget_min=null",
         f"train.train_layers={args.train_layers if args.train_layers is not None else 'null'}",
+        *(["train.keep_groups_together=true"] if args.keep_groups else []),
         f"model.gradient_checkpointing={str(args.gradient_checkpointing).lower()}", "model.lora.enabled=false",
         "rollout.max_turns=0", f"rollout.max_turn_tokens={args.max_tokens}", f"rollout.temperature={args.temperature}",
         *(["rollout.bf16=true"] if args.bf16 and not args.searchrl_fp32_rollout else []),  # else: CPU default, fp32
@@ -328,6 +333,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads in each worker")
     parser.add_argument("--train-layers", type=int, default=None,
                         help="both sides train only the top N blocks (searchrl's train.train_layers; default: all)")
+    parser.add_argument("--keep-groups", action="store_true",
+                        help="searchrl's mini-batches hold whole groups (train.keep_groups_together; verl's layout), so "
+                             "its forwards compute each shared prompt once; the work is the same, TRL is unchanged")
     parser.add_argument("--same-stop", action="store_true",
                         help=f"sample freely and stop at {STOP} on both sides (default: every completion runs to "
                              "the budget on both sides)")
@@ -373,6 +381,7 @@ def main() -> int:
     ]
     worker_args += ["--train-layers", str(args.train_layers)] if args.train_layers is not None else []
     worker_args += ["--same-stop"] if args.same_stop else []
+    worker_args += ["--keep-groups"] if args.keep_groups else []
     worker_args += ["--searchrl-fp32-rollout"] if args.searchrl_fp32_rollout else []
     worker_args += ["--unfused-adamw"] if args.unfused_adamw else []
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
@@ -415,7 +424,8 @@ def main() -> int:
     print(f"B={args.batch_size} G={args.group_size} mini={args.mini_batch_size} micro={args.micro_batch_size} "
           f"budget={args.max_tokens} tokens ({mode}), {precision}, grad-ckpt={args.gradient_checkpointing}, "
           f"trained blocks: {args.train_layers or 'all'}, {args.rounds} rounds x {args.steps} steps"
-          + (", searchrl with the unfused AdamW loop" if args.unfused_adamw else ""))
+          + (", searchrl with the unfused AdamW loop" if args.unfused_adamw else "")
+          + (", searchrl keeps groups together (train.keep_groups_together)" if args.keep_groups else ""))
     w = max(9, *(len(n) for n in names))
     print(f"{'framework':<{w}} {'step s':>20} {'rollout s':>20} {'update s':>20} {'tokens':>6} {'RSS GB':>6} "
           "(median [min, max] over the steps after each process's first)")

@@ -433,6 +433,7 @@ def test_training_with_frozen_lower_blocks_matches_the_uncached_run(tiny_model, 
 
     cached = run("cached")
     monkeypatch.setattr(batching, "frozen_block_count", lambda model: 0)
+    monkeypatch.setattr(batching, "prompt_owners", lambda batch: None)  # the padded forward, as the cache's first
     uncached = run("uncached")
     assert [r["actor/updates"] for r in cached] == [2, 2]
     for a, b in zip(cached, uncached):
@@ -454,3 +455,134 @@ def test_the_paired_gain_is_computed_per_question_and_worded_by_its_interval():
     assert same["em_gain"] == 0.0 and "within the 95% interval" in gain_verdict(same)
     assert "a real loss" in gain_verdict(paired_gain(up, start, seed=0)["world"])
     assert paired_gain(None, up, seed=0) == {}
+
+
+def _grouped_batch(tokenizer_model: Path):
+    """Two groups that each repeat a prompt (of different lengths), one row with a prompt of its own, an empty
+    response and observation tokens inside responses."""
+    from searchrl.models import load_policy
+    from searchrl.rollout.types import Trajectory
+    from searchrl.training.batching import collate
+
+    model, tok = load_policy(tokenizer_model)
+    ids = lambda text: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    rows = [("Question: who wrote the book about the whale?", " <search>the author</search> and then"),
+            ("Question: who wrote the book about the whale?", " <answer>Melville</answer>"),
+            ("Q: where?", " <answer>Paris, in France</answer> and more"),
+            ("Question: who wrote the book about the whale?", ""),
+            ("Q: where?", " <search>capital</search>"),
+            ("Q: when was it built, and by whom?", " <answer>1889</answer>")]
+    trajs = []
+    for k, (prompt, response) in enumerate(rows):
+        r = ids(response)
+        mask = [1] * len(r)
+        mask[2:4] = [0] * len(mask[2:4])  # an observation inside the response
+        trajs.append(Trajectory(question=None, group_id=prompt, prompt_ids=ids(prompt), response_ids=r,
+                                response_mask=mask, sampling_logprobs=[0.0] * len(r), turns=[], answer=None,
+                                num_searches=0, finish_reason="stop"))
+    return model, collate(trajs, int(tok.pad_token_id))
+
+
+def test_shared_prompts_give_the_padded_forward_values_and_gradients(tiny_model):
+    """Rows that repeat a prompt compute it once (two body forwards) with the same log-probs, entropies and
+    gradients as the padded forward, in float32 and under bf16 autocast."""
+    from searchrl.training.batching import prompt_owners, token_logprobs
+    from searchrl.training.policy import prepare_for_training
+
+    model, batch = _grouped_batch(tiny_model)
+    model = prepare_for_training(model, gradient_checkpointing=False)
+    owner, prompts = prompt_owners(batch)
+    assert owner.tolist() == [0, 0, 1, 0, 1, 2] and len(prompts) == 3
+    calls = []
+    handle = model.model.register_forward_hook(lambda module, args, kwargs_out: calls.append(1))
+
+    def run(share: bool, only_masked: bool = True) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+        model.zero_grad(set_to_none=True)
+        lp, ent = token_logprobs(model, batch, with_entropy=True, share_prompts=share, only_masked=only_masked)
+        (lp.sum() + 0.1 * ent.sum()).backward()
+        return lp.detach(), ent.detach(), [p.grad.clone() for p in model.parameters()]
+
+    for only_masked in (True, False):
+        calls.clear()
+        plain = run(False, only_masked)
+        assert len(calls) == 1
+        calls.clear()
+        shared = run(True, only_masked)
+        assert len(calls) == 2  # the distinct prompts, then every row's response
+        torch.testing.assert_close(shared[0], plain[0], rtol=0, atol=1e-5)
+        torch.testing.assert_close(shared[1], plain[1], rtol=0, atol=1e-5)
+        for got, want in zip(shared[2], plain[2]):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
+    assert (plain[0][3] == 0).all()  # the empty response scores nothing
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # bf16 rounds the two layouts differently: a loose bound
+        lp_plain, _ = token_logprobs(model, batch, share_prompts=False)
+        lp_shared, _ = token_logprobs(model, batch)
+    torch.testing.assert_close(lp_shared, lp_plain, rtol=0, atol=0.1)
+    handle.remove()
+
+
+def test_shared_prompts_fall_back_to_the_padded_forward(tiny_model):
+    """No repeated prompt, or activation checkpointing (its blocks drop the cache): one padded forward."""
+    from searchrl.training.batching import prompt_owners, token_logprobs
+    from searchrl.training.loop import _sub_batch
+    from searchrl.training.policy import prepare_for_training
+
+    model, batch = _grouped_batch(tiny_model)
+    distinct = _sub_batch(batch, [0, 2, 5])
+    assert prompt_owners(distinct) is None
+    calls = []
+    for checkpointing, sub in ((False, distinct), (True, batch)):
+        model = prepare_for_training(model, gradient_checkpointing=checkpointing)
+        handle = model.model.register_forward_hook(lambda module, args, out: calls.append(1))
+        calls.clear()
+        lp, _ = token_logprobs(model, sub)
+        lp.sum().backward()
+        handle.remove()
+        assert len(calls) == 1
+
+
+def test_minibatch_plan_shuffles_rows_or_whole_groups():
+    from searchrl.training.loop import minibatch_plan
+
+    group_ids = [g for g in "abcd" for _ in range(4)]
+    for keep in (False, True):
+        cfg = load_config("demo", [f"train.keep_groups_together={keep}", "train.mini_batch_size=8",
+                                   "train.micro_batch_size=4", "train.ppo_epochs=2"])
+        plan = minibatch_plan(group_ids, cfg, step=3)
+        assert plan == minibatch_plan(group_ids, cfg, step=3)  # seeded by (seed, step, epoch)
+        for epoch in plan:
+            assert sorted(r for mini in epoch for micro in mini for r in micro) == list(range(16))
+            assert [len(micro) for mini in epoch for micro in mini] == [4, 4, 4, 4]
+        micros = [micro for epoch in plan for mini in epoch for micro in mini]
+        one_group = [len({group_ids[r] for r in micro}) == 1 for micro in micros]
+        assert all(one_group) if keep else not all(one_group)
+    grouped = minibatch_plan(group_ids, cfg, step=3)
+    assert grouped[0] != grouped[1]  # each epoch has its own order
+    assert grouped[0] != minibatch_plan(group_ids, cfg, step=4)[0]
+
+
+def test_training_with_groups_together_matches_the_padded_forward(tiny_model, tmp_path, monkeypatch):
+    """A run whose micro-batches hold whole groups shares each prompt's forward; in float32 it trains as the
+    padded forward does."""
+    from searchrl.training import batching
+    from searchrl.training.loop import train
+
+    def run(name: str) -> list[dict]:
+        cfg = load_config("demo", tiny_overrides(tiny_model, tmp_path / name, train__steps=2, train__group_size=4,
+                                                 train__mini_batch_size=4, train__micro_batch_size=4,
+                                                 train__keep_groups_together="true", train__bf16="false",
+                                                 checkpoint__every=0, log__samples_every=0))
+        train(cfg, console=False)
+        return rows_without_time(tmp_path / name / "metrics.jsonl")
+
+    owners = []
+    real_owners = batching.prompt_owners
+    monkeypatch.setattr(batching, "prompt_owners", lambda batch: owners.append(real_owners(batch)) or owners[-1])
+    shared = run("shared")
+    assert owners and all(o is not None and len(o[1]) == 1 for o in owners)  # one prompt per micro-batch
+    monkeypatch.setattr(batching, "prompt_owners", lambda batch: None)
+    padded = run("padded")
+    for a, b in zip(shared, padded, strict=True):
+        for key in a:
+            if isinstance(a[key], float) and not math.isnan(a[key]):
+                assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-5), key

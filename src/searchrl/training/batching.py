@@ -9,6 +9,13 @@ take 630 MB per copy. We run the transformer body once, gather the hidden states
 is trained (response tokens with mask 1; prompt and observation positions need no logits), and apply the LM head
 to chunks of them; with gradients on, each chunk is recomputed in the backward pass (activation checkpointing),
 so only one chunk's logits are ever alive.
+
+Shared prompts: the G trajectories of a GRPO group start with the same prompt, and the transformer computes the
+same keys, values and hidden states for it in every row. When rows of a batch repeat a prompt, the body runs each
+distinct prompt once and the rows' responses attend to its keys and values (`_shared_prompt_forward`); autograd
+sums the rows' gradients through the shared part, so values and gradients are those of the padded forward up to
+float rounding. With one group per micro-batch (`train.keep_groups_together`) this removes (G − 1)/G of the prompt
+tokens from every forward and backward.
 """
 
 from __future__ import annotations
@@ -83,6 +90,54 @@ def pad_per_token(values: Sequence[Sequence[float]], T: int) -> torch.Tensor:
     return out
 
 
+def prompt_owners(batch: TokenBatch) -> tuple[torch.Tensor, list[list[int]]] | None:
+    """Which distinct prompt each row starts with: (owner index per row (B,), the distinct prompts' ids), or None
+    when no two rows share a prompt (nothing to gain) or a prompt is a single token (no prefix to share)."""
+    response_len = batch.response_valid.sum(-1).long()
+    prompt_len = batch.attention_mask.sum(-1) - response_len
+    distinct: dict[tuple[int, ...], int] = {}
+    owner = [distinct.setdefault(tuple(batch.input_ids[i, : int(prompt_len[i])].tolist()), len(distinct))
+             for i in range(batch.size)]
+    if len(distinct) == batch.size or min(len(p) for p in distinct) < 2:
+        return None
+    return torch.tensor(owner, device=batch.input_ids.device), [list(p) for p in distinct]
+
+
+def _shared_prompt_forward(body: torch.nn.Module, batch: TokenBatch, owner: torch.Tensor,
+                           prompts: list[list[int]]) -> torch.Tensor:
+    """Hidden states (B, S, H) of each row's last prompt token and response tokens, S = longest response + 1:
+    index j predicts response token j.
+
+    Two forwards instead of one: the distinct prompts minus their last token (right-padded, U rows), keeping their
+    keys and values; then every row's last prompt token and response, attending to its prompt's keys and values
+    (selected per row; a differentiable index, so gradients flow back into the prompt forward) at positions
+    P_i − 1, P_i, ... Padding columns are masked out on both sides.
+    """
+    device = batch.input_ids.device
+    prefix_width = max(len(p) for p in prompts) - 1
+    prefix_ids = torch.zeros((len(prompts), prefix_width), dtype=torch.long, device=device)
+    prefix_mask = torch.zeros_like(prefix_ids)
+    for u, prompt in enumerate(prompts):
+        prefix_ids[u, : len(prompt) - 1] = torch.tensor(prompt[:-1], device=device)
+        prefix_mask[u, : len(prompt) - 1] = 1
+    cache = body(input_ids=prefix_ids, attention_mask=prefix_mask, use_cache=True).past_key_values
+    cache.batch_select_indices(owner)  # (U, ...) -> (B, ...): row i reads its prompt's keys and values
+
+    response_len = batch.response_valid.sum(-1).long().tolist()
+    prompt_len = [len(prompts[u]) for u in owner.tolist()]
+    width = max(response_len) + 1
+    suffix_ids = torch.zeros((batch.size, width), dtype=torch.long, device=device)
+    mask = torch.zeros((batch.size, prefix_width + width), dtype=torch.long, device=device)
+    for i, (P, R) in enumerate(zip(prompt_len, response_len)):
+        suffix_ids[i, : R + 1] = batch.input_ids[i, P - 1 : P + R]
+        mask[i, : P - 1] = 1
+        mask[i, prefix_width : prefix_width + R + 1] = 1
+    positions = torch.tensor(prompt_len, device=device)[:, None] - 1 + torch.arange(width, device=device)
+    out = body(input_ids=suffix_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+               use_cache=True)
+    return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+
+
 def _chunk_logprob_entropy(
     hidden: torch.Tensor,
     weight: torch.Tensor,
@@ -103,9 +158,10 @@ def _chunk_logprob_entropy(
     return token_lp, entropy
 
 
-# Model types whose body hands `inputs_embeds` to its first block unchanged (Gemma, for one, scales them first),
-# so that a forward from `inputs_embeds = states entering block k`, over blocks [k, depth), is the full forward.
-_EMBEDS_ENTER_FIRST_BLOCK = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+# Plain decoder stacks: the body hands `inputs_embeds` to its first block unchanged (Gemma, for one, scales them
+# first), so a forward from `inputs_embeds = states entering block k` over blocks [k, depth) is the full forward;
+# and its attention reads a `DynamicCache` with explicit position ids, so a prompt's keys and values can be shared.
+_PLAIN_DECODERS = frozenset({"llama", "mistral", "qwen2", "qwen3"})
 
 
 def frozen_block_count(model: torch.nn.Module) -> int:
@@ -119,7 +175,7 @@ def frozen_block_count(model: torch.nn.Module) -> int:
         blocks = decoder_blocks(body)
     except TypeError:
         return 0
-    if getattr(getattr(body, "config", None), "model_type", None) not in _EMBEDS_ENTER_FIRST_BLOCK:
+    if getattr(getattr(body, "config", None), "model_type", None) not in _PLAIN_DECODERS:
         return 0
     embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     if embeddings is None or any(p.requires_grad for p in embeddings.parameters()):
@@ -196,12 +252,20 @@ class LowerBlockCache:
 
     def token_logprobs(self, rows: Sequence[int], batch: TokenBatch, **kwargs: object) -> tuple[torch.Tensor, torch.Tensor | None]:
         """`token_logprobs` of rows `rows`: from their cached states when all are cached, else a recording full
-        forward."""
+        forward (whose hook needs every position of the row: no prompt sharing then)."""
         if self.has(rows):
             return token_logprobs(self.model, batch, lower_states=self.gather(rows, batch), start_block=self.start,
                                   **kwargs)
         with self.record(rows, batch):
-            return token_logprobs(self.model, batch, **kwargs)
+            return token_logprobs(self.model, batch, **kwargs, share_prompts=self.start == 0)
+
+
+def _checkpointing(body: torch.nn.Module) -> bool:
+    """Whether the body recomputes its blocks in the backward pass (its blocks then drop any cache)."""
+    for name in ("is_activation_checkpointing", "is_gradient_checkpointing"):  # transformers >= 5.x name first
+        if isinstance(getattr(type(body), name, None), property):
+            return bool(getattr(body, name))
+    return False
 
 
 def token_logprobs(
@@ -214,6 +278,7 @@ def token_logprobs(
     temperature: float = 1.0,
     lower_states: torch.Tensor | None = None,
     start_block: int = 0,
+    share_prompts: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log π(response token) and its categorical entropy per response position, (B, T) each.
 
@@ -223,18 +288,28 @@ def token_logprobs(
     Positions outside `response_mask` (observations, padding) get 0 when `only_masked` (their logits are never
     computed); with `only_masked=False` every real response token is scored. Gradients flow when enabled.
     With `lower_states` (B, L, H), the hidden states entering block `start_block` (see `LowerBlockCache`), the
-    forward starts there instead of at the embeddings.
+    forward starts there instead of at the embeddings. With `share_prompts`, rows that repeat a prompt compute it
+    once (the module docstring; a plain decoder without activation checkpointing only).
     """
     body, head = body_and_head(model)
-    if lower_states is not None:
-        with _blocks_from(body, start_block):
-            out = body(inputs_embeds=lower_states, attention_mask=batch.attention_mask, use_cache=False)
+    shared = None
+    if (share_prompts and lower_states is None and not _checkpointing(body)
+            and getattr(getattr(body, "config", None), "model_type", None) in _PLAIN_DECODERS):
+        shared = prompt_owners(batch)
+    if shared is not None:
+        hidden = _shared_prompt_forward(body, batch, *shared)  # (B, S, H): index j predicts response token j
+        predict_pos = torch.arange(batch.response_ids.shape[1], device=hidden.device).expand_as(batch.predict_pos)
     else:
-        out = body(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
-    hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]  # (B, L, H)
+        if lower_states is not None:
+            with _blocks_from(body, start_block):
+                out = body(inputs_embeds=lower_states, attention_mask=batch.attention_mask, use_cache=False)
+        else:
+            out = body(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
+        hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]  # (B, L, H)
+        predict_pos = batch.predict_pos
     select = (batch.response_mask if only_masked else batch.response_valid) > 0  # (B, T)
     rows, cols = select.nonzero(as_tuple=True)
-    flat_hidden = hidden[rows, batch.predict_pos[rows, cols]]  # (N, H)
+    flat_hidden = hidden[rows, predict_pos[rows, cols]]  # (N, H)
     flat_targets = batch.response_ids[rows, cols]  # (N,)
     weight, bias = head.weight, getattr(head, "bias", None)
     lp_parts, ent_parts = [], []

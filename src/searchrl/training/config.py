@@ -130,6 +130,11 @@ class TrainConfig:
     micro_batch_size: int = setting(4, "trajectories per forward/backward (gradient accumulation inside a mini-batch)", ge=1)
     ppo_epochs: int = setting(1, "passes over each rollout batch", ge=1)
     shuffle_mini_batches: bool = setting(True, "shuffle trajectories before splitting them into mini-batches")
+    keep_groups_together: bool = setting(
+        False,
+        "shuffle whole GRPO groups instead of single trajectories, so a question's G trajectories sit next to each "
+        "other in the mini- and micro-batches (verl's layout); each forward then computes their shared prompt once",
+    )
     lr: float = setting(1e-6, "AdamW learning rate", ge=0)
     weight_decay: float = setting(0.0, "AdamW weight decay", ge=0)
     adam_betas: tuple[float, float] = setting((0.9, 0.999), "AdamW betas")

@@ -119,7 +119,7 @@ def rl_step(t: Trainer, step: int) -> StepOutput:
 
     # 4. Old (behaviour) log-probs, and the reference model's for the KL term; no gradient.
     t.status("old log-probs")
-    plan = minibatch_plan(len(rollout.trajectories), cfg, step)
+    plan = minibatch_plan([tr.group_id for tr in rollout.trajectories], cfg, step)
     forward = PolicyForward(t, rollout.batch)
     old_log_probs = BehaviourLogProbs(forward, rollout.loss_mask, plan)
     ref_log_probs = reference_log_probs(t, forward, plan) if t.objective.needs_ref else None
@@ -398,18 +398,25 @@ def step_metrics(
     return m
 
 
-def minibatch_plan(n: int, cfg: Any, step: int) -> list[list[list[list[int]]]]:
-    """Row indices per epoch → mini-batch → micro-batch for the `n` trajectories of a step.
+def minibatch_plan(group_ids: Sequence[str], cfg: Any, step: int) -> list[list[list[list[int]]]]:
+    """Row indices per epoch → mini-batch → micro-batch for the step's trajectories (`group_ids`, one per row).
 
     Each epoch shuffles (when `train.shuffle_mini_batches`) with a seed of (seed, step, epoch), then cuts
-    `mini_batch_size` rows per optimiser update and `micro_batch_size` rows per forward.
+    `mini_batch_size` rows per optimiser update and `micro_batch_size` rows per forward. With
+    `train.keep_groups_together` the shuffle moves whole groups, each keeping its rows in order.
     """
     t = cfg.train
+    groups: dict[str, list[int]] = {}
+    for row, gid in enumerate(group_ids):
+        groups.setdefault(gid, []).append(row)
+    units = list(groups.values()) if t.keep_groups_together else [[row] for row in range(len(group_ids))]
+    n = len(group_ids)
     plan = []
     for epoch in range(t.ppo_epochs):
-        order = list(range(n))
+        shuffled = list(units)
         if t.shuffle_mini_batches:
-            random.Random(step_seed(cfg.seed, step, f"minibatch:{epoch}")).shuffle(order)
+            random.Random(step_seed(cfg.seed, step, f"minibatch:{epoch}")).shuffle(shuffled)
+        order = [row for unit in shuffled for row in unit]
         minis = [order[i : i + t.mini_batch_size] for i in range(0, n, t.mini_batch_size)]
         plan.append([[mini[j : j + t.micro_batch_size] for j in range(0, len(mini), t.micro_batch_size)] for mini in minis])
     return plan
