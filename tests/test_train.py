@@ -586,3 +586,30 @@ def test_training_with_groups_together_matches_the_padded_forward(tiny_model, tm
         for key in a:
             if isinstance(a[key], float) and not math.isnan(a[key]):
                 assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-5), key
+
+
+def test_token_logprobs_equal_the_full_logits_in_one_chunk_or_many(tiny_model):
+    """One chunk (logits kept for the backward) and several (each recomputed in the backward) give the log-probs,
+    entropies and gradients of the model's full logits."""
+    from searchrl.training.batching import token_logprobs
+    from searchrl.training.policy import prepare_for_training
+
+    model, batch = _grouped_batch(tiny_model)
+    model = prepare_for_training(model, gradient_checkpointing=False)
+    model.zero_grad(set_to_none=True)
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits.float()
+    log_probs = logits.log_softmax(-1)
+    rows = torch.arange(batch.size)[:, None]
+    want = log_probs[rows, batch.predict_pos].gather(-1, batch.response_ids[..., None]).squeeze(-1)
+    want_ent = -(log_probs.exp() * log_probs).sum(-1)[rows, batch.predict_pos]
+    want, want_ent = want * batch.response_mask, want_ent * batch.response_mask
+    (want.sum() + 0.1 * want_ent.sum()).backward()
+    want_grads = [p.grad.clone() for p in model.parameters()]
+    for chunk_size in (3, 256):
+        model.zero_grad(set_to_none=True)
+        lp, ent = token_logprobs(model, batch, chunk_size=chunk_size, with_entropy=True, share_prompts=False)
+        (lp.sum() + 0.1 * ent.sum()).backward()
+        torch.testing.assert_close(lp, want, rtol=0, atol=1e-5)
+        torch.testing.assert_close(ent, want_ent, rtol=0, atol=1e-5)
+        for got, expected in zip([p.grad for p in model.parameters()], want_grads):
+            torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)  # sums in another order

@@ -7,8 +7,9 @@ handed to the algorithms are `(B, T)` over the response, T the longest response 
 Log-probs: the vocabulary of the default model is 49,152, so full logits for a micro-batch of 8×400 tokens would
 take 630 MB per copy. We run the transformer body once, gather the hidden states of the positions whose token
 is trained (response tokens with mask 1; prompt and observation positions need no logits), and apply the LM head
-to chunks of them; with gradients on, each chunk is recomputed in the backward pass (activation checkpointing),
-so only one chunk's logits are ever alive.
+to chunks of them; with gradients on and more than one chunk, each chunk is recomputed in the backward pass
+(activation checkpointing), so only one chunk's logits are ever alive. A batch that fits in one chunk keeps its
+logits for the backward pass instead (the same memory, one LM-head forward less).
 
 Shared prompts: the G trajectories of a GRPO group start with the same prompt, and the transformer computes the
 same keys, values and hidden states for it in every row. When rows of a batch repeat a prompt, the body runs each
@@ -313,10 +314,11 @@ def token_logprobs(
     flat_targets = batch.response_ids[rows, cols]  # (N,)
     weight, bias = head.weight, getattr(head, "bias", None)
     lp_parts, ent_parts = [], []
+    recompute = torch.is_grad_enabled() and flat_hidden.requires_grad and flat_hidden.shape[0] > chunk_size
     for start in range(0, flat_hidden.shape[0], chunk_size):
         h = flat_hidden[start : start + chunk_size]
         y = flat_targets[start : start + chunk_size]
-        if torch.is_grad_enabled() and h.requires_grad:
+        if recompute:
             lp, ent = checkpoint(
                 _chunk_logprob_entropy, h, weight, bias, y, with_entropy, temperature, use_reentrant=False
             )
