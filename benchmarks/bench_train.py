@@ -56,6 +56,7 @@ import functools
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -184,6 +185,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     loop.train(cfg, console=False)
     rows = read_jsonl(run / "metrics.jsonl")
+    shutil.rmtree(run, ignore_errors=True)  # its final checkpoint is about 1 GB: a few rounds would fill /tmp
     assert len(rows) == len(steps) == args.steps, (len(rows), len(steps))
     # The step's own timer (metrics row) and ours must agree: the wrapper adds nothing but two clock reads.
     for s, r in zip(steps, rows):

@@ -67,7 +67,10 @@ def rollout_rows(d: dict) -> list[Row]:
 
 def train_rows(d: dict) -> list[Row]:
     ratios = d["ratios_by_round"]["wall"]
-    return [("RL step vs TRL GRPOTrainer, all blocks, same work and precision", fmt(ratios, ".2f", "x"), "<= 0.5x",
+    label = "RL step vs TRL GRPOTrainer, all blocks, same work and precision"
+    if d.get("args", {}).get("keep_groups"):
+        label += ", searchrl keeping groups together"
+    return [(label, fmt(ratios, ".2f", "x"), "<= 0.5x",
              _met(statistics.median(ratios) <= 0.5))]
 
 
@@ -100,7 +103,8 @@ BENCHMARKS: dict[str, tuple[str, list[str], str, Callable[[dict], list[Row]]]] =
     "rollout": ("bench_rollout.py", ["--questions", "4", "--group", "2", "--turn-tokens", "64", "--rounds", "3"],
                 "--json", rollout_rows),
     "train": ("bench_train.py", ["--batch-size", "4", "--group-size", "4", "--mini-batch-size", "8",
-                                 "--micro-batch-size", "8", "--steps", "3", "--rounds", "3"], "--json", train_rows),
+                                 "--micro-batch-size", "8", "--steps", "3", "--rounds", "3", "--keep-groups"],
+              "--json", train_rows),
     "eval": ("bench_eval.py", ["--questions", "32", "--threads", "1"], "--json", eval_rows),
     "lower_blocks": ("bench_lower_blocks.py", ["--steps", "3", "--rounds", "2", "--threads", "1"], "--json",
                      lower_blocks_rows),
