@@ -165,6 +165,10 @@ def _chunk_logprob_entropy(
 _PLAIN_DECODERS = frozenset({"llama", "mistral", "qwen2", "qwen3"})
 
 
+def _is_plain_decoder(body: torch.nn.Module) -> bool:
+    return getattr(getattr(body, "config", None), "model_type", None) in _PLAIN_DECODERS
+
+
 def frozen_block_count(model: torch.nn.Module) -> int:
     """How many of the lowest transformer blocks nothing trains, when the input embeddings are frozen too (else 0).
 
@@ -176,7 +180,7 @@ def frozen_block_count(model: torch.nn.Module) -> int:
         blocks = decoder_blocks(body)
     except TypeError:
         return 0
-    if getattr(getattr(body, "config", None), "model_type", None) not in _PLAIN_DECODERS:
+    if not _is_plain_decoder(body):
         return 0
     embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     if embeddings is None or any(p.requires_grad for p in embeddings.parameters()):
@@ -294,8 +298,7 @@ def token_logprobs(
     """
     body, head = body_and_head(model)
     shared = None
-    if (share_prompts and lower_states is None and not _checkpointing(body)
-            and getattr(getattr(body, "config", None), "model_type", None) in _PLAIN_DECODERS):
+    if share_prompts and lower_states is None and not _checkpointing(body) and _is_plain_decoder(body):
         shared = prompt_owners(batch)
     if shared is not None:
         hidden = _shared_prompt_forward(body, batch, *shared)  # (B, S, H): index j predicts response token j

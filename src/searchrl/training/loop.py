@@ -307,13 +307,18 @@ def update_policy(
 # ============================================================================================ step helpers
 
 
+def rows_by_group(group_ids: Sequence[str]) -> list[list[int]]:
+    """The row indices of each group, groups in order of first appearance."""
+    groups: dict[str, list[int]] = {}
+    for row, gid in enumerate(group_ids):
+        groups.setdefault(gid, []).append(row)
+    return list(groups.values())
+
+
 def turn_scores_by_group(trajectories: Sequence[Trajectory], group_ids: Sequence[str]) -> list[list[float]]:
     """CalibAdv's per-search-turn correctness scores, computed group by group (`silver_turn_scores`)."""
     scores: list[list[float]] = [[] for _ in trajectories]
-    groups: dict[str, list[int]] = {}
-    for i, gid in enumerate(group_ids):
-        groups.setdefault(gid, []).append(i)
-    for rows in groups.values():
+    for rows in rows_by_group(group_ids):
         members = [trajectories[i] for i in rows]
         searches = [[turn for turn in tr.turns if turn.query is not None] for tr in members]
         group_scores = silver_turn_scores(
@@ -406,10 +411,7 @@ def minibatch_plan(group_ids: Sequence[str], cfg: Any, step: int) -> list[list[l
     `train.keep_groups_together` the shuffle moves whole groups, each keeping its rows in order.
     """
     t = cfg.train
-    groups: dict[str, list[int]] = {}
-    for row, gid in enumerate(group_ids):
-        groups.setdefault(gid, []).append(row)
-    units = list(groups.values()) if t.keep_groups_together else [[row] for row in range(len(group_ids))]
+    units = rows_by_group(group_ids) if t.keep_groups_together else [[row] for row in range(len(group_ids))]
     n = len(group_ids)
     plan = []
     for epoch in range(t.ppo_epochs):
