@@ -44,3 +44,26 @@ def one_thread():
 REQUIRED_OVERRIDES: dict[str, list[str]] = {
     "nq_cpu": [f"data.train={Path(__file__).parent / 'fixtures' / 'qa' / 'nq_oracle'}"],
 }
+
+
+@pytest.fixture
+def weight_casts():
+    """``with weight_casts(model) as casts: ...`` then ``casts.count``: how many times the code inside cast one of
+    ``model``'s parameters to another dtype (autocast's bf16 copies of the weights)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    cast_ops = (torch.ops.aten._to_copy.default, torch.ops.aten.to.dtype)  # inference mode dispatches `to`
+
+    class ParameterCasts(TorchDispatchMode):
+        def __init__(self, model: torch.nn.Module) -> None:
+            super().__init__()
+            self.pointers = {p.data_ptr() for p in model.parameters()}
+            self.count = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func in cast_ops and isinstance(args[0], torch.Tensor) and args[0].data_ptr() in self.pointers:
+                self.count += 1
+            return func(*args, **(kwargs or {}))
+
+    return ParameterCasts

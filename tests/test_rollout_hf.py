@@ -123,6 +123,22 @@ def test_bf16_sampling_keeps_a_bf16_cache_and_matches_a_bf16_full_forward(tiny):
     assert worst < 0.25  # measured 0.10: this model's logits reach tens, where bf16's spacing is 0.125-0.25
 
 
+def test_bf16_sampling_casts_each_weight_once_per_call(tiny, weight_casts):
+    # Autocast caches its bf16 copies of the weights under no_grad but not under inference mode, where every
+    # decode step would cast the whole model again.
+    model, tok = tiny
+    counts = []
+    for tokens in (2, 8):
+        session = HFBackend(model, tok, bf16=True).open_session(_prompts(tok)[:2], SamplingParams(greedy=True))
+        with weight_casts(model) as casts:
+            gens = session.generate([0, 1], [tokens, tokens], [])
+        assert [len(g.token_ids) for g in gens] == [tokens, tokens]
+        counts.append(casts.count)
+        session.close()
+    weights = sum(1 for m in model.modules() if isinstance(m, torch.nn.Linear))
+    assert counts[0] == counts[1] and weights <= counts[0] <= 2 * weights  # weights (and biases), once a call
+
+
 def test_batching_and_chunking_do_not_change_results(tiny):
     model, tok = tiny
     prompts = _prompts(tok)

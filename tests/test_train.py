@@ -541,6 +541,41 @@ def test_shared_prompts_fall_back_to_the_padded_forward(tiny_model):
         assert len(calls) == 1
 
 
+def test_weight_cast_cache_casts_each_weight_once_with_the_same_gradients(tiny_model, weight_casts):
+    """Two micro-batches' bf16 forwards and backwards (as one optimiser update runs them) cast the weights once
+    inside `weight_cast_cache`, and twice without it; the gradients are the same, and the code between forwards
+    (loss, backward) runs with autocast off either way."""
+    from contextlib import nullcontext
+
+    from searchrl.training.batching import token_logprobs
+    from searchrl.training.loop import _sub_batch
+    from searchrl.training.policy import autocast, prepare_for_training, weight_cast_cache
+
+    model, batch = _grouped_batch(tiny_model)
+    model = prepare_for_training(model, gradient_checkpointing=False)
+    micro_batches = [_sub_batch(batch, [0, 1, 2]), _sub_batch(batch, [3, 4, 5])]
+
+    def update(cached: bool) -> tuple[int, list[torch.Tensor]]:
+        model.zero_grad(set_to_none=True)
+        with weight_casts(model) as casts, weight_cast_cache(True, "cpu") if cached else nullcontext():
+            for sub in micro_batches:
+                with autocast(True, "cpu"):
+                    log_probs, _ = token_logprobs(model, sub)
+                assert not torch.is_autocast_enabled("cpu")
+                log_probs.sum().backward()
+        assert not torch.is_autocast_enabled("cpu")
+        return casts.count, [p.grad.clone() for p in model.parameters()]
+
+    per_forward, plain = update(cached=False)
+    once, cached = update(cached=True)
+    assert once > 0 and per_forward == 2 * once
+    for got, want in zip(cached, plain):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-6)  # the same bf16 copies, the same kernels
+    with weight_casts(model) as casts, weight_cast_cache(False, "cpu"), autocast(False, "cpu"):
+        token_logprobs(model, micro_batches[0])
+    assert casts.count == 0  # bf16 off: neither casts
+
+
 def test_minibatch_plan_shuffles_rows_or_whole_groups():
     from searchrl.training.loop import minibatch_plan
 

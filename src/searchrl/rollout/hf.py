@@ -255,7 +255,10 @@ class HFSession:
         self.release(range(len(self.prompts)))
         self.packed = None  # frees the packed copy of the weights
 
-    @torch.inference_mode()
+    # no_grad rather than inference_mode: under inference mode autocast does not cache its casts, so bf16 sampling
+    # would cast every weight again at every decode step (about a third of a decode step for SmolLM2-135M at 64
+    # rows on one CPU thread); under no_grad each weight is cast once per call.
+    @torch.no_grad()
     def generate(self, rows: Sequence[int], max_new_tokens: Sequence[int], stop: Sequence[str]) -> list[Generation]:
         if len(rows) != len(max_new_tokens):
             raise ValueError("generate: rows and max_new_tokens differ in length")

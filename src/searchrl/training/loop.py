@@ -72,7 +72,13 @@ from searchrl.training.diagnostics import (
 )
 from searchrl.training.logger import EVENTS_FILE, METRICS_FILE, truncate_jsonl
 from searchrl.training.monitor import append_events, strongest_action
-from searchrl.training.policy import autocast, export_policy, trainable_layers, trainable_parameters
+from searchrl.training.policy import (
+    autocast,
+    export_policy,
+    trainable_layers,
+    trainable_parameters,
+    weight_cast_cache,
+)
 from searchrl.training.sft import oracle_trajectories, read_trajectories, run_sft
 from searchrl.training.trainer import (
     StopTraining,
@@ -121,7 +127,8 @@ def rl_step(t: Trainer, step: int) -> StepOutput:
     t.status("old log-probs")
     plan = minibatch_plan([tr.group_id for tr in rollout.trajectories], cfg, step)
     forward = PolicyForward(t, rollout.batch)
-    old_log_probs = BehaviourLogProbs(forward, rollout.loss_mask, plan)
+    with weight_cast_cache(cfg.train.bf16, t.device):  # the weights cast to bf16 once for all these forwards
+        old_log_probs = BehaviourLogProbs(forward, rollout.loss_mask, plan)
     ref_log_probs = reference_log_probs(t, forward, plan) if t.objective.needs_ref else None
     answer_mask = t.answer_mask(rollout.trajectories, rollout.batch) if t.objective.needs_answer_mask else None
 
@@ -263,32 +270,33 @@ def update_policy(
         for mini in epoch:
             t.optimizer.zero_grad(set_to_none=True)
             losses_finite = True
-            for micro in mini:
-                rows = torch.tensor(micro, device=t.device)
-                if rollout.loss_mask[rows].sum() == 0:  # nothing to learn (observation tokens or excluded rows)
-                    continue
-                log_probs, entropy = forward(micro, with_entropy=True)
-                width = log_probs.shape[1]
-                mask = rollout.loss_mask[rows, :width]
-                old = old_log_probs.take(micro, log_probs)
-                policy_batch = PolicyBatch(  # [ALGO]
-                    log_probs=log_probs,
-                    old_log_probs=old,
-                    advantages=advantages[rows, :width],
-                    response_mask=mask,
-                    ref_log_probs=ref_log_probs[rows, :width] if ref_log_probs is not None else None,
-                    entropy=entropy,
-                    answer_mask=answer_mask[rows, :width] if answer_mask is not None else None,
-                )
-                loss, terms = t.objective.loss(policy_batch)  # base loss + penalties + KL − entropy  [ALGO]
-                losses_finite &= bool(torch.isfinite(loss))
-                (loss / cfg.derived.grad_accum_steps).backward()
-                record.loss_metrics.append({k: float(v) for k, v in terms.items()})
-                record.token_diags.append(token_diagnostics(
-                    log_probs=log_probs.detach(), old_log_probs=old, advantages=advantages[rows, :width],
-                    response_mask=mask, turn_kind=turn_kind_from_mask(mask), entropy=entropy.detach(),
-                    clip_low=t.clip_low, clip_high=t.clip_high,
-                ))
+            with weight_cast_cache(cfg.train.bf16, t.device):  # cast to bf16 once per update, not per micro-batch
+                for micro in mini:
+                    rows = torch.tensor(micro, device=t.device)
+                    if rollout.loss_mask[rows].sum() == 0:  # nothing to learn (observation tokens or excluded rows)
+                        continue
+                    log_probs, entropy = forward(micro, with_entropy=True)
+                    width = log_probs.shape[1]
+                    mask = rollout.loss_mask[rows, :width]
+                    old = old_log_probs.take(micro, log_probs)
+                    policy_batch = PolicyBatch(  # [ALGO]
+                        log_probs=log_probs,
+                        old_log_probs=old,
+                        advantages=advantages[rows, :width],
+                        response_mask=mask,
+                        ref_log_probs=ref_log_probs[rows, :width] if ref_log_probs is not None else None,
+                        entropy=entropy,
+                        answer_mask=answer_mask[rows, :width] if answer_mask is not None else None,
+                    )
+                    loss, terms = t.objective.loss(policy_batch)  # base loss + penalties + KL − entropy  [ALGO]
+                    losses_finite &= bool(torch.isfinite(loss))
+                    (loss / cfg.derived.grad_accum_steps).backward()
+                    record.loss_metrics.append({k: float(v) for k, v in terms.items()})
+                    record.token_diags.append(token_diagnostics(
+                        log_probs=log_probs.detach(), old_log_probs=old, advantages=advantages[rows, :width],
+                        response_mask=mask, turn_kind=turn_kind_from_mask(mask), entropy=entropy.detach(),
+                        clip_low=t.clip_low, clip_high=t.clip_high,
+                    ))
             grad_norm = torch.nn.utils.clip_grad_norm_(
                 trainable_parameters(t.model), cfg.train.max_grad_norm or float("inf")
             )
