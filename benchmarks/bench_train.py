@@ -317,6 +317,17 @@ def _demo_defaults() -> dict[str, Any]:
     }
 
 
+def precision_label(args: argparse.Namespace) -> str:
+    """The precision each side samples and trains in, for the header line."""
+    if not args.bf16:
+        return "float32 throughout"
+    if not args.searchrl_fp32_rollout:
+        return "the same precision in sampling and training (bf16 autocast)"
+    if args.compare_src:
+        return "both sides searchrl: float32 sampling (packed), bf16 autocast in training"
+    return "searchrl samples in float32 (packed), TRL under bf16 autocast"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=3, help="RL steps per process (the first is warm-up)")
@@ -418,10 +429,7 @@ def main() -> int:
     keys = ("wall", "rollout_wall", "update_wall", "cpu", "completion_tokens_mean")
     values = {name: {key: [s[key] for r in rs for s in r["steps"][1:]] for key in keys} for name, rs in results.items()}
     mode = ("both sample freely and stop at " + STOP) if args.same_stop else "every completion exactly the budget"
-    precision = ("both sides searchrl: float32 sampling (packed), bf16 autocast in training"
-                 if args.compare_src and args.searchrl_fp32_rollout and args.bf16
-                 else "searchrl samples in float32 (packed), TRL under bf16 autocast" if args.searchrl_fp32_rollout and args.bf16
-                 else "the same precision in sampling and training (bf16 autocast)" if args.bf16 else "float32 throughout")
+    precision = precision_label(args)
     print(host_line(info))
     print(f"B={args.batch_size} G={args.group_size} mini={args.mini_batch_size} micro={args.micro_batch_size} "
           f"budget={args.max_tokens} tokens ({mode}), {precision}, grad-ckpt={args.gradient_checkpointing}, "

@@ -522,7 +522,8 @@ def test_shared_prompts_give_the_padded_forward_values_and_gradients(tiny_model)
 
 
 def test_shared_prompts_fall_back_to_the_padded_forward(tiny_model):
-    """No repeated prompt, or activation checkpointing (its blocks drop the cache): one padded forward."""
+    """No repeated prompt, activation checkpointing (its blocks drop the cache), or a sliding attention window
+    shorter than the rows: one padded forward."""
     from searchrl.training.batching import prompt_owners, token_logprobs
     from searchrl.training.loop import _sub_batch
     from searchrl.training.policy import prepare_for_training
@@ -539,6 +540,16 @@ def test_shared_prompts_fall_back_to_the_padded_forward(tiny_model):
         lp.sum().backward()
         handle.remove()
         assert len(calls) == 1
+    model, batch = _grouped_batch(tiny_model)  # a fresh model: no activation checkpointing
+    model = prepare_for_training(model, gradient_checkpointing=False)
+    handle = model.model.register_forward_hook(lambda module, args, out: calls.append(1))
+    for window, forwards in ((batch.input_ids.shape[1] - 1, 1), (batch.input_ids.shape[1], 2)):
+        model.config.sliding_window = window  # as Mistral's: a window shorter than the rows is not shared
+        calls.clear()
+        token_logprobs(model, batch)
+        assert len(calls) == forwards
+    del model.config.sliding_window
+    handle.remove()
 
 
 def test_weight_cast_cache_casts_each_weight_once_with_the_same_gradients(tiny_model, weight_casts):

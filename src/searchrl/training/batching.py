@@ -169,6 +169,19 @@ def _is_plain_decoder(body: torch.nn.Module) -> bool:
     return getattr(getattr(body, "config", None), "model_type", None) in _PLAIN_DECODERS
 
 
+def _attention_window(body: torch.nn.Module) -> int | None:
+    """The sliding attention window some layer of the body uses (Mistral's `sliding_window`, Qwen's when
+    `use_sliding_window`), or None when every layer attends to the whole sequence."""
+    config = getattr(body, "config", None)
+    window = getattr(config, "sliding_window", None)
+    if not window or getattr(config, "use_sliding_window", True) is False:
+        return None
+    layer_types = getattr(config, "layer_types", None)
+    if layer_types is not None and all(kind == "full_attention" for kind in layer_types):
+        return None
+    return int(window)
+
+
 def frozen_block_count(model: torch.nn.Module) -> int:
     """How many of the lowest transformer blocks nothing trains, when the input embeddings are frozen too (else 0).
 
@@ -294,11 +307,14 @@ def token_logprobs(
     computed); with `only_masked=False` every real response token is scored. Gradients flow when enabled.
     With `lower_states` (B, L, H), the hidden states entering block `start_block` (see `LowerBlockCache`), the
     forward starts there instead of at the embeddings. With `share_prompts`, rows that repeat a prompt compute it
-    once (the module docstring; a plain decoder without activation checkpointing only).
+    once (the module docstring; a plain decoder without activation checkpointing, and without a sliding attention
+    window shorter than the rows, only).
     """
     body, head = body_and_head(model)
     shared = None
-    if share_prompts and lower_states is None and not _checkpointing(body) and _is_plain_decoder(body):
+    window = _attention_window(body)
+    if (share_prompts and lower_states is None and not _checkpointing(body) and _is_plain_decoder(body)
+            and (window is None or window >= batch.input_ids.shape[1])):  # the split forward is not windowed
         shared = prompt_owners(batch)
     if shared is not None:
         hidden = _shared_prompt_forward(body, batch, *shared)  # (B, S, H): index j predicts response token j
