@@ -30,7 +30,13 @@ from searchrl.rewards import RewardConfig, answer_in_retrieval, score_trajectori
 from searchrl.rollout import RolloutEngine, ScriptedBackend
 from searchrl.rollout.types import Trajectory, Turn
 from searchrl.training.batching import TokenBatch, collate, split_indices, token_logprobs
-from searchrl.training.policy import autocast, make_optimizer, make_scheduler, trainable_parameters
+from searchrl.training.policy import (
+    autocast,
+    make_optimizer,
+    make_scheduler,
+    trainable_parameters,
+    weight_cast_cache,
+)
 
 
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
@@ -72,12 +78,13 @@ def holdout_loss(
     model.eval()
     device = module_device(model)
     total, count = 0.0, 0
-    for idx in split_indices(len(trajectories), micro_batch_size):
-        batch = collate([trajectories[i] for i in idx], pad_id).to(device)
-        with autocast(bf16, device):
-            log_probs, _ = token_logprobs(model, batch, chunk_size=chunk_size)
-        total += float(-(log_probs * batch.response_mask).sum())
-        count += int(batch.response_mask.sum())
+    with weight_cast_cache(bf16, device):  # the weights cast to bf16 once for all micro-batches
+        for idx in split_indices(len(trajectories), micro_batch_size):
+            batch = collate([trajectories[i] for i in idx], pad_id).to(device)
+            with autocast(bf16, device):
+                log_probs, _ = token_logprobs(model, batch, chunk_size=chunk_size)
+            total += float(-(log_probs * batch.response_mask).sum())
+            count += int(batch.response_mask.sum())
     if was_training:
         model.train()
     return total / max(count, 1)
@@ -141,11 +148,12 @@ def run_sft(
         n_total = sum(int(b.response_mask.sum()) for b in batches)
         optimizer.zero_grad(set_to_none=True)
         loss_sum = 0.0
-        for batch in batches:
-            with autocast(bf16, device):
-                loss, n_tokens = sft_loss(model, batch, chunk_size=chunk_size)
-            (loss * (n_tokens / max(n_total, 1))).backward()
-            loss_sum += float(loss.detach()) * n_tokens
+        with weight_cast_cache(bf16, device):  # cast to bf16 once per update, not per micro-batch
+            for batch in batches:
+                with autocast(bf16, device):
+                    loss, n_tokens = sft_loss(model, batch, chunk_size=chunk_size)
+                (loss * (n_tokens / max(n_total, 1))).backward()
+                loss_sum += float(loss.detach()) * n_tokens
         grad_norm = torch.nn.utils.clip_grad_norm_(trainable_parameters(model), max_grad_norm or float("inf"))
         if torch.isfinite(grad_norm):
             optimizer.step()
