@@ -26,13 +26,11 @@ argument checks, which must not pay that.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,31 +101,6 @@ def resolve_device(spec: str = "auto", *, key: str = "train.device") -> torch.de
 def module_device(model: torch.nn.Module) -> torch.device:
     """The device of a model's parameters (a model lives on one device here)."""
     return next(model.parameters()).device
-
-
-@contextlib.contextmanager
-def frozen_linears_in_bf16(model: torch.nn.Module) -> Iterator[None]:
-    """While open, each frozen float32 `nn.Linear` weight of `model` is replaced by its bf16 copy (restored after).
-
-    Why: autocast keeps its bf16 copy of a weight for the rest of its region only when the weight requires grad,
-    so a frozen weight (the blocks below `train.train_layers`, a LoRA base, a tied head whose embeddings are
-    frozen, the reference model) is cast again at every forward and every decode step. Under bf16 autocast a
-    linear layer computes with the bf16 copy either way, so the results are the same. Open it only around forwards
-    that run under bf16 autocast.
-    """
-    import torch
-
-    swapped: list[tuple[torch.nn.Linear, torch.nn.Parameter]] = []
-    try:
-        for module in model.modules():
-            weight = module.weight if isinstance(module, torch.nn.Linear) else None
-            if weight is not None and not weight.requires_grad and weight.dtype == torch.float32:
-                module.weight = torch.nn.Parameter(weight.detach().to(torch.bfloat16), requires_grad=False)
-                swapped.append((module, weight))
-        yield
-    finally:
-        for module, weight in reversed(swapped):
-            module.weight = weight  # a tied head is tied again
 
 
 # An exported agent (final_model/, start_model/, `searchrl sft --out`) carries the protocol and turn budgets it was

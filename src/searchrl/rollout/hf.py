@@ -33,7 +33,6 @@ import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 from searchrl.errors import SearchRLError
-from searchrl.models import frozen_linears_in_bf16
 from searchrl.rollout.backend import (
     FINISH_LENGTH,
     Generation,
@@ -258,7 +257,7 @@ class HFSession:
 
     # no_grad rather than inference_mode: under inference mode autocast does not cache its casts, so bf16 sampling
     # would cast every weight again at every decode step (about a third of a decode step for SmolLM2-135M at 64
-    # rows on one CPU thread); under no_grad each weight is cast once per call (frozen ones: frozen_linears_in_bf16).
+    # rows on one CPU thread); under no_grad each weight is cast once per call.
     @torch.no_grad()
     def generate(self, rows: Sequence[int], max_new_tokens: Sequence[int], stop: Sequence[str]) -> list[Generation]:
         if len(rows) != len(max_new_tokens):
@@ -267,10 +266,8 @@ class HFSession:
             self._check_row(row)
             if budget < 1:
                 raise ValueError(f"generate: row {row} has a budget of {budget} tokens; it must be >= 1")
-        model = self.backend.model
         precision = torch.autocast(self.device.type, dtype=torch.bfloat16) if self.backend.bf16 else nullcontext()
-        frozen = frozen_linears_in_bf16(model) if self.backend.bf16 else nullcontext()
-        with precision, frozen, self.packed.active() if self.packed is not None else nullcontext():
+        with precision, self.packed.active() if self.packed is not None else nullcontext():
             return self._generate(rows, max_new_tokens, stop)
 
     # -- internals --------------------------------------------------------------------------------------------

@@ -127,7 +127,7 @@ def rl_step(t: Trainer, step: int) -> StepOutput:
     t.status("old log-probs")
     plan = minibatch_plan([tr.group_id for tr in rollout.trajectories], cfg, step)
     forward = PolicyForward(t, rollout.batch)
-    with weight_cast_cache(cfg.train.bf16, t.device, t.model):  # the weights cast to bf16 once for these forwards
+    with weight_cast_cache(cfg.train.bf16, t.device):  # the weights cast to bf16 once for all these forwards
         old_log_probs = BehaviourLogProbs(forward, rollout.loss_mask, plan)
     ref_log_probs = reference_log_probs(t, forward, plan) if t.objective.needs_ref else None
     answer_mask = t.answer_mask(rollout.trajectories, rollout.batch) if t.objective.needs_answer_mask else None
@@ -240,10 +240,8 @@ def reference_log_probs(t: Trainer, forward: PolicyForward, plan: list[list[list
     """log π_ref (N, T) of the step's trajectories under the frozen reference model, for the KL term."""
     values = torch.zeros_like(forward.batch.response_mask, dtype=torch.float32)
     with torch.no_grad(), t.reference() as ref_model:
-        model = ref_model or t.model
-        with weight_cast_cache(t.cfg.train.bf16, t.device, model):  # its weights cast to bf16 once
-            for micro in (m for mini in plan[0] for m in mini):
-                _scatter(values, micro, forward.of_model(model, micro))
+        for micro in (m for mini in plan[0] for m in mini):
+            _scatter(values, micro, forward.of_model(ref_model or t.model, micro))
     return values
 
 
@@ -272,7 +270,7 @@ def update_policy(
         for mini in epoch:
             t.optimizer.zero_grad(set_to_none=True)
             losses_finite = True
-            with weight_cast_cache(cfg.train.bf16, t.device, t.model):  # bf16 weights once per update
+            with weight_cast_cache(cfg.train.bf16, t.device):  # cast to bf16 once per update, not per micro-batch
                 for micro in mini:
                     rows = torch.tensor(micro, device=t.device)
                     if rollout.loss_mask[rows].sum() == 0:  # nothing to learn (observation tokens or excluded rows)

@@ -22,7 +22,7 @@ import torch
 
 from searchrl.errors import ConfigError
 from searchrl.fileio import give_umask_permissions
-from searchrl.models import frozen_linears_in_bf16, is_lora, write_agent_settings
+from searchrl.models import is_lora, write_agent_settings
 from searchrl.settings import to_dict
 
 
@@ -222,24 +222,22 @@ def autocast(setting: bool | str, device: torch.device | str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def weight_cast_cache(setting: bool | str, device: torch.device | str, model: torch.nn.Module) -> Iterator[None]:
-    """Keep bf16 copies of `model`'s weights across the forwards inside, when `setting` turns bf16 on.
+def weight_cast_cache(setting: bool | str, device: torch.device | str) -> Iterator[None]:
+    """Keep autocast's bf16 copies of the weights across the forwards inside, when `setting` turns bf16 on.
 
-    Each `autocast` region casts every weight it uses to bf16 and keeps the copies of the weights that require
-    grad until the outermost region ends: one region per forward casts the whole model again for every
-    micro-batch (about 0.25 s for SmolLM2-135M on one CPU thread). Inside this context autocast stays off, so
-    losses and backward passes run as outside it; each forward turns it on with `autocast` and reuses the copies.
-    Frozen linear weights, which autocast does not keep, are swapped for bf16 copies while it is open
-    (`models.frozen_linears_in_bf16`). The copies are valid until a weight changes: open one per optimiser update,
-    never across an optimiser step, and do not mix no-grad and gradient forwards in one.
+    Each `autocast` region casts every weight it uses to bf16 once and drops the copies when the outermost region
+    ends: one region per forward casts the whole model again for every micro-batch (about 0.25 s for
+    SmolLM2-135M on one CPU thread). Inside this context autocast stays off, so losses and backward passes run as
+    outside it; each forward turns it on with `autocast` and reuses the copies. The copies are valid until a
+    weight changes: open one per optimiser update, never across an optimiser step, and do not mix no-grad and
+    gradient forwards in one.
     """
     device = torch.device(device)
     if not use_bf16(setting, device):
         yield
         return
     # The outer region owns the cache (cleared when it ends); the inner one turns autocast off until a forward.
-    with (torch.autocast(device.type, dtype=torch.bfloat16), torch.autocast(device.type, enabled=False),
-          frozen_linears_in_bf16(model)):
+    with torch.autocast(device.type, dtype=torch.bfloat16), torch.autocast(device.type, enabled=False):
         yield
 
 

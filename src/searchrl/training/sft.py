@@ -78,7 +78,7 @@ def holdout_loss(
     model.eval()
     device = module_device(model)
     total, count = 0.0, 0
-    with weight_cast_cache(bf16, device, model):  # the weights cast to bf16 once for all micro-batches
+    with weight_cast_cache(bf16, device):  # the weights cast to bf16 once for all micro-batches
         for idx in split_indices(len(trajectories), micro_batch_size):
             batch = collate([trajectories[i] for i in idx], pad_id).to(device)
             with autocast(bf16, device):
@@ -148,7 +148,7 @@ def run_sft(
         n_total = sum(int(b.response_mask.sum()) for b in batches)
         optimizer.zero_grad(set_to_none=True)
         loss_sum = 0.0
-        with weight_cast_cache(bf16, device, model):  # cast to bf16 once per update, not per micro-batch
+        with weight_cast_cache(bf16, device):  # cast to bf16 once per update, not per micro-batch
             for batch in batches:
                 with autocast(bf16, device):
                     loss, n_tokens = sft_loss(model, batch, chunk_size=chunk_size)
