@@ -34,11 +34,14 @@ Without a CUDA GPU it says so and exits with status 2 (`make bench` skips it the
 from __future__ import annotations
 
 import argparse
+import cProfile
 import functools
 import importlib.util
+import io
 import json
 import os
 import platform
+import pstats
 import shutil
 import statistics
 import subprocess
@@ -170,11 +173,20 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
 
     @functools.wraps(run_engine)
     def timed_run(self: Any, *a: Any, **k: Any) -> Any:
+        profile = cProfile.Profile() if args.profile else None
         start = _clock()
         try:
-            return run_engine(self, *a, **k)
+            if profile is None:
+                return run_engine(self, *a, **k)
+            return profile.runcall(run_engine, self, *a, **k)
         finally:
             rollouts.append(_clock() - start)
+            if profile is not None:  # the step's rollout: where its wall time went, by own time
+                text = io.StringIO()
+                pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(25)
+                with open(args.profile, "a", encoding="utf-8") as f:
+                    f.write(f"\n=== searchrl rollout call {len(rollouts)} (the RL steps' in order, then the final evaluation's): {rollouts[-1]:.2f} s (profiled) ===\n")
+                    f.write(text.getvalue())
 
     @functools.wraps(rl_step)
     def timed_step(t: Any, step: int) -> Any:
@@ -323,6 +335,10 @@ def main() -> int:
     parser.add_argument("--json", default=None, help="write the results here")
     parser.add_argument("--from-json", default=None, metavar="PATH",
                         help="print the table of a saved --json file (complete or cut short) and exit")
+    parser.add_argument("--profile", default=None, metavar="FILE",
+                        help="profile searchrl's rollouts with cProfile and append each step's top functions to "
+                             "FILE (diagnostic: profiling slows the Python side, so such a run's times are not "
+                             "comparable; use it with --only searchrl --rounds 1)")
     parser.add_argument("--worker", choices=("searchrl", "trl"), default=None, help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -355,6 +371,8 @@ def main() -> int:
                    str(args.micro_batch_size), "--max-tokens", str(args.max_tokens), "--lr", str(args.lr),
                    "--bf16", str(args.bf16), "--gradient-checkpointing", str(args.gradient_checkpointing),
                    "--seed", str(args.seed), "--device", args.device]
+    if args.profile:
+        worker_args += ["--profile", str(Path(args.profile).resolve())]
     from searchrl.models import resolve_device
 
     device = resolve_device(args.device, key="--device")

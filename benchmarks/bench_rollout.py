@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python benchmarks/bench_rollout.py [--questions 8] [--group 2] [--turn-tokens 128] [--max-turns 2]
         [--rounds 3] [--threads 1] [--stock] [--sizes 1,8,32] [--data DIR] [--json FILE]
+        [--save-workload FILE | --workload FILE [--model DIR --random-weights]]
 
 The same work on both sides (benchmarks/workload.py): the engine samples one run of `questions` x `group`
 trajectories (default 8 x 2 = 16; up to `max_turns` searches + a final turn, `turn_tokens` per turn, the
@@ -26,6 +27,11 @@ printed with it. Target: the engine >= 2x the loop's useful tokens/s on the same
 engine's tokens/s at other batch sizes (sampled, `--sweep-turn-tokens` per turn; a report, not a comparison).
 The prompt is Search-R1's with a one-shot demo and the assistant prefix `<search>`, so the 135M model searches
 (cpu-feasibility.md §1). Data: the NQ sample (tests/fixtures/qa/nq_oracle: questions, BM25 over its passages).
+
+On a machine without the model's weights (the GPU machines take no file over 64 MiB), record the workload where
+the weights are (`--save-workload FILE`), carry FILE and the model folder's config and tokenizer files, and replay
+it there with `--workload FILE --model DIR --random-weights`: every token is forced, so random weights of the same
+architecture time the same forward passes, retriever calls and observations (the table's host line says so).
 """
 
 from __future__ import annotations
@@ -55,7 +61,8 @@ from searchrl.rollout import HFBackend, RolloutConfig, RolloutEngine  # noqa: E4
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hostinfo import fmt, host, host_line, load  # noqa: E402
-from workload import ReplayBackend, Workload, record, replay_search_r1_loop  # noqa: E402
+from workload import (  # noqa: E402
+    ReplayBackend, Workload, load_workload, record, replay_search_r1_loop, save_workload)
 
 
 # A one-shot demo in Search-R1's format (cpu-feasibility.md §1: demo + a reply opened with `<search>` gives 7/8
@@ -70,6 +77,22 @@ DEMO_RESPONSE = (
 def load_questions(folder: Path, n: int) -> list[Question]:
     rows = [json.loads(line) for line in (folder / "questions.jsonl").open()]
     return [Question(str(r["id"]), r["question"], list(r["golden_answers"]), "nq") for r in rows[:n]]
+
+
+# The options that decide the recorded work: a saved workload replays only under the same ones.
+WORKLOAD_SETTINGS = ("questions", "group", "turn_tokens", "max_turns", "max_obs", "topk", "seed")
+
+
+def load_random_policy(folder: str, seed: int):
+    """The architecture in `folder`'s config.json with seeded random float32 weights, and its tokenizer."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder), dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(folder)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return model, tok
 
 
 def load_bm25(folder: Path):
@@ -119,14 +142,29 @@ def main() -> int:
     parser.add_argument("--sizes", default="", help="engine batch sizes (trajectories) to time, e.g. 1,8,32")
     parser.add_argument("--sweep-turn-tokens", type=int, default=64, help="tokens per turn in the batch sweep")
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="also write the results here (rewritten after every round)")
+    parser.add_argument("--save-workload", type=Path, default=None, metavar="FILE",
+                        help="write the recorded workload (and the settings that made it) here")
+    parser.add_argument("--workload", type=Path, default=None, metavar="FILE",
+                        help="replay this saved workload instead of recording one (same settings required)")
+    parser.add_argument("--model", default="default",
+                        help="the policy: 'default' or a Hugging Face model folder (default: %(default)s)")
+    parser.add_argument("--random-weights", action="store_true",
+                        help="seeded random weights from --model's config.json (for a machine without the "
+                             "weights): the timed work is the same, since every token is replayed; needs --workload")
     args = parser.parse_args()
     if not (args.data / "corpus.jsonl").is_file():
         console.print(f"[red]no corpus.jsonl in {args.data}; pass --data FOLDER with questions.jsonl and corpus.jsonl")
         return 2
+    if args.random_weights and (args.workload is None or args.sizes):
+        console.print("[red]--random-weights needs --workload (a random model's own samples are not the work to "
+                      "time) and cannot run the --sizes sweep (it samples)")
+        return 2
     torch.set_num_threads(args.threads)
     info = host(args.threads)
-    model, tok = load_policy("default")
+    model, tok = load_random_policy(args.model, args.seed) if args.random_weights else load_policy(args.model)
+    info["weights"] = "random (seeded), replayed tokens" if args.random_weights else str(args.model)
     retriever = load_bm25(args.data)
     protocol = ProtocolConfig(assistant_prefix="<search>", few_shot_question=DEMO_QUESTION,
                               few_shot_response=DEMO_RESPONSE)
@@ -136,11 +174,27 @@ def main() -> int:
     cfg = RolloutConfig(max_turns=args.max_turns, max_turn_tokens=args.turn_tokens, max_obs_tokens=args.max_obs,
                         topk=args.topk, temperature=1.0, seed=args.seed)
 
-    console.print(f"recording the workload: the engine samples {len(qs)} x {args.group} trajectories ...")
-    trajectories = RolloutEngine(HFBackend(model, tok), tok, retriever, protocol, cfg).run(qs, args.group)
-    workload = record(trajectories)
-    shape = describe(workload, trajectories)
-    console.print(f"  {shape}")
+    settings = {k: getattr(args, k) for k in WORKLOAD_SETTINGS}
+    settings["data"] = str(args.data.resolve().relative_to(REPO)) if args.data.resolve().is_relative_to(REPO) \
+        else str(args.data)
+    if args.workload is not None:
+        workload, meta = load_workload(args.workload)
+        differ = {k: (meta["settings"].get(k), v) for k, v in settings.items() if meta["settings"].get(k) != v}
+        if differ:
+            console.print(f"[red]{args.workload} was recorded with other settings (saved, given): {differ}; pass "
+                          "the same options")
+            return 2
+        shape = meta["shape"]
+        console.print(f"replaying the workload in {args.workload}: {shape}")
+    else:
+        console.print(f"recording the workload: the engine samples {len(qs)} x {args.group} trajectories ...")
+        trajectories = RolloutEngine(HFBackend(model, tok), tok, retriever, protocol, cfg).run(qs, args.group)
+        workload = record(trajectories)
+        shape = describe(workload, trajectories)
+        console.print(f"  {shape}")
+        if args.save_workload is not None:
+            save_workload(args.save_workload, workload, {"settings": settings, "shape": shape,
+                                                         "model": str(args.model)})
 
     variants = [("engine", engine_replay, True), ("Search-R1 loop", loop_replay, True)]
     if args.stock:
@@ -163,6 +217,8 @@ def main() -> int:
             runs[name].append(result)
             console.print(f"round {round_index + 1}/{args.rounds} {name}: {result['wall_s']:.1f} s "
                           f"(load {before:.2f} -> {result['load_after']:.2f})")
+        write_json(args.json, {"host": info, "args": {k: str(v) for k, v in vars(args).items()}, "workload": shape,
+                               "runs": runs, "rounds_done": round_index + 1})
 
     tokens = shape["sampled_tokens"]
     table = Table(title=f"same work: {shape['trajectories']} trajectories, {shape['turns']} turns, {tokens} tokens, "
@@ -179,7 +235,7 @@ def main() -> int:
         table.add_row(name, fmt([r["wall_s"] for r in rs], ".1f"), fmt([tokens / r["wall_s"] for r in rs], ".1f"),
                       fmt([r["cpu_s"] for r in rs], ".1f"), str(rs[0]["encoded"]), str(rs[0]["forward_calls"]),
                       fmt(ratios[name], ".2f", "x") if name in ratios else "")
-    console.print(host_line(info))
+    console.print(host_line(info) + (f"; weights: {info['weights']}" if args.random_weights else ""))
     console.print(table)
 
     sweep = []
@@ -197,11 +253,15 @@ def main() -> int:
 
     out = {"host": info, "load_at_end": load(), "args": {k: str(v) for k, v in vars(args).items()},
            "workload": shape, "runs": runs, "engine_speedup_by_round": ratios, "sweep": sweep}
-    if args.json:
-        tmp = args.json.with_name(f".{args.json.name}.tmp")
-        tmp.write_text(json.dumps(out, indent=1))
-        os.replace(tmp, args.json)
+    write_json(args.json, out)
     return 0
+
+
+def write_json(path: Path | None, out: dict) -> None:
+    if path is not None:
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(out, indent=1))
+        os.replace(tmp, path)
 
 
 if __name__ == "__main__":

@@ -27,9 +27,12 @@ reproduce the recording's tokens and that fixed lengths hold.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -107,6 +110,26 @@ def record(trajectories: Sequence[Any]) -> Workload:
             turn.query = engine_turn.query
         out.append(ReplayTrajectory(list(traj.prompt_ids), turns))
     return out
+
+
+def save_workload(path: Path, workload: Workload, meta: dict[str, Any]) -> None:
+    """Write `workload` and `meta` (the settings that produced it) to `path` as JSON, atomically."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps({"meta": meta, "workload": [asdict(t) for t in workload]}))
+    os.replace(tmp, path)
+
+
+def load_workload(path: Path) -> tuple[Workload, dict[str, Any]]:
+    """The (workload, meta) that `save_workload` wrote to `path`."""
+    try:
+        raw = json.loads(Path(path).read_text())
+        workload = [ReplayTrajectory(list(t["prompt_ids"]), [ReplayTurn(**turn) for turn in t["turns"]])
+                    for t in raw["workload"]]
+        return workload, dict(raw["meta"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"{path}: not a saved workload ({type(exc).__name__}: {exc}); write one with "
+                         "bench_rollout.py --save-workload") from None
 
 
 class _ReplaySession(HFSession):

@@ -20,7 +20,7 @@ from searchrl.protocol import ProtocolConfig
 from searchrl.rollout import HFBackend, RolloutConfig, RolloutEngine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from workload import ReplayBackend, record, replay_search_r1_loop  # noqa: E402
+from workload import ReplayBackend, load_workload, record, replay_search_r1_loop, save_workload  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
@@ -97,6 +97,25 @@ def test_the_search_r1_loop_replays_the_same_tokens_and_observations(recorded):
     assert out["searches"] == len(retriever.queries) == sum(t.num_searches for t in trajectories)
     # The loop re-encodes: more tokens go through the model than the trajectories hold.
     assert out["encoded"] > sum(len(t.prompt_ids) + len(t.response_ids) for t in trajectories)
+
+
+def test_a_saved_workload_replays_on_other_weights_of_the_same_architecture(recorded, tmp_path):
+    """bench_rollout.py --save-workload / --workload --random-weights: the file round-trips, and a model with other
+    weights replays it token for token (the timed work does not depend on the weights)."""
+    model, tok, protocol, cfg, questions, trajectories = recorded
+    workload = record(trajectories)
+    save_workload(tmp_path / "w.json", workload, {"settings": {"seed": 3}})
+    loaded, meta = load_workload(tmp_path / "w.json")
+    assert loaded == workload and meta == {"settings": {"seed": 3}}
+    other = build_tiny_random_model(tmp_path / "other", seed=6)
+    other_model, _ = load_policy(other)
+    assert not torch.equal(next(other_model.parameters()), next(model.parameters()))
+    again = RolloutEngine(ReplayBackend(other_model, tok, loaded), tok, EchoRetriever(), protocol, cfg).run(
+        questions, 2)
+    assert [t.response_ids for t in again] == [t.response_ids for t in trajectories]
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(SystemExit, match="bad.json: not a saved workload"):
+        load_workload(tmp_path / "bad.json")
 
 
 def test_a_replay_refuses_other_prompts(recorded):
