@@ -10,6 +10,8 @@ import gzip
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -589,3 +591,22 @@ def test_importing_the_package_is_cheap() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.stdout.strip() == ""
+
+
+def test_bm25s_is_imported_without_starting_jax(tmp_path: Path) -> None:
+    """bm25s runs a JAX top-k at import when JAX is installed, which on a GPU machine reserves 75% of the GPU's
+    memory; searchrl imports it with JAX hidden. A stand-in `jax` package records whether it was imported."""
+    fake = tmp_path / "site" / "jax"
+    fake.mkdir(parents=True)
+    marker = tmp_path / "jax-was-imported"
+    (fake / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (fake / "lax.py").write_text("def top_k(x, k):\n    return x[:k], list(range(k))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), *sys.path])}
+    ours = ("import sys; from searchrl.retrieval.bm25 import import_bm25s; bm25s = import_bm25s(); "
+            "assert 'jax' not in sys.modules, 'jax left in sys.modules'; "
+            "assert bm25s.selection.JAX_IS_AVAILABLE is False; import bm25s as again; assert again is bm25s")
+    subprocess.run([sys.executable, "-c", ours], env=env, check=True, timeout=120)
+    assert not marker.exists()
+    # The control: a plain import does start the stand-in JAX, so the check above can fail.
+    subprocess.run([sys.executable, "-c", "import bm25s"], env=env, check=True, timeout=120)
+    assert marker.exists()

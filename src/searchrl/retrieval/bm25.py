@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,9 +35,9 @@ import Stemmer
 
 from searchrl.errors import ConfigError, DataError
 
-# bm25s (~0.7 s to import, scipy.sparse included) is imported by the functions that build or load an index: this
-# module comes with searchrl.retrieval.index, which `searchrl index --help`, `searchrl eval --help` and a server
-# URL as retriever import without needing a BM25 index.
+# bm25s (~0.7 s to import, scipy.sparse included) is imported by the functions that build or load an index
+# (`import_bm25s`): this module comes with searchrl.retrieval.index, which `searchrl index --help`,
+# `searchrl eval --help` and a server URL as retriever import without needing a BM25 index.
 
 BM25_DIR = "bm25"
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
@@ -45,6 +46,28 @@ ENGINES = ("auto", "scipy", "bm25s")
 # corpus), so small blocks whose output stays in cache are fastest, and two threads then scale; measured on
 # 100k passages: 8 was best with 2 threads (about 2x 64), and block sizes 4-64 were alike with one thread.
 _QUERY_BLOCK = 8
+
+
+def import_bm25s():  # -> the bm25s module
+    """Import bm25s without starting JAX.
+
+    bm25s imports JAX when it is installed and runs a top-k with it at import time. On a GPU machine that starts
+    JAX's CUDA backend, which by default reserves 75% of the GPU's memory for itself (measured on an H200: 105 of
+    140 GiB, leaving torch the rest), and which fails outright when another process holds that memory. searchrl
+    never uses JAX (the scipy engine ranks; bm25s' own engine falls back to numpy), so JAX is hidden from bm25s'
+    import. A program that imported JAX itself keeps it: bm25s is then imported as it is.
+    """
+    if "bm25s" in sys.modules or "jax" in sys.modules:
+        import bm25s
+
+        return bm25s
+    sys.modules["jax"] = None  # type: ignore[assignment]  # `import jax` / `import jax.lax` raise ImportError
+    try:
+        import bm25s
+    finally:
+        if "jax" in sys.modules and sys.modules["jax"] is None:
+            del sys.modules["jax"]
+    return bm25s
 
 
 @dataclass(frozen=True)
@@ -66,7 +89,7 @@ class BM25Settings:
             raise ConfigError(f"bm25 option method must be one of {', '.join(BM25_METHODS)}; got {self.method!r}")
 
     def make_tokenizer(self):  # -> bm25s.tokenization.Tokenizer
-        import bm25s  # local: ~0.7 s, see above
+        bm25s = import_bm25s()  # ~0.7 s, see above
 
         stemmer = None
         if self.stemmer.lower() != "none":
@@ -95,7 +118,7 @@ class BM25Builder:
 
     def finish(self, folder: Path) -> dict:
         """Build the score matrix and save it with the tokenizer's vocabulary under ``folder``."""
-        import bm25s  # local: ~0.7 s, see above
+        bm25s = import_bm25s()  # ~0.7 s, see above
 
         folder.mkdir(parents=True, exist_ok=True)
         model = bm25s.BM25(k1=self.settings.k1, b=self.settings.b, method=self.settings.method)
@@ -123,7 +146,7 @@ class BM25Searcher:
 
     def __init__(self, folder: Path, settings: BM25Settings, mmap: bool = True, engine: str = "auto",
                  threads: int | None = None) -> None:
-        import bm25s  # local: ~0.7 s, see above
+        bm25s = import_bm25s()  # ~0.7 s, see above
 
         if engine not in ENGINES:
             raise ConfigError(f"bm25 engine must be one of {', '.join(ENGINES)}; got {engine!r}")
