@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import functools
+import gc
 import importlib.util
 import io
 import json
@@ -117,6 +118,36 @@ def _clock() -> float:
     return time.perf_counter()
 
 
+class _GCClock:
+    """Seconds spent in Python's garbage collector since install (gc.callbacks; no GPU synchronisation)."""
+
+    def __init__(self) -> None:
+        self.seconds, self.collections, self._start = 0.0, 0, 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._start
+            self.collections += 1
+
+
+def _time_method(cls: Any, name: str, totals: dict[str, float], key: str) -> None:
+    """Wrap `cls.name` to add its synchronised wall time to `totals[key]` (for --breakdown)."""
+    method = getattr(cls, name)
+
+    @functools.wraps(method)
+    def timed(*a: Any, **k: Any) -> Any:
+        start = _clock()
+        try:
+            return method(*a, **k)
+        finally:
+            totals[key] = totals.get(key, 0.0) + _clock() - start
+
+    setattr(cls, name, timed)
+
+
 def _questions(args: argparse.Namespace) -> list[list[Any]]:
     """The questions of steps 1..steps, exactly as searchrl's trainer samples them."""
     from searchrl.data import load_source
@@ -169,6 +200,13 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
     cfg = load_config("demo", overrides)
     steps: list[dict[str, float]] = []
     rollouts: list[float] = []
+    parts: dict[str, float] = {}  # --breakdown: the current rollout's synchronised forward and sampling time
+    if args.breakdown:
+        from searchrl.rollout.hf import HFSession
+
+        _time_method(HFSession, "_forward", parts, "rollout_forward_s")
+        _time_method(HFSession, "_choose", parts, "rollout_sample_s")
+    collector = _GCClock()
     run_engine, rl_step = RolloutEngine.run, loop.rl_step
 
     @functools.wraps(run_engine)
@@ -190,13 +228,17 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
 
     @functools.wraps(rl_step)
     def timed_step(t: Any, step: int) -> Any:
+        parts.clear()
+        gc_before = (collector.seconds, collector.collections)
         start = _clock()
         out = rl_step(t, step)
         wall = _clock() - start
         n = args.batch_size * args.group_size
         tokens = out.metrics["response/sampled_length_mean"] * n
         steps.append({"wall": wall, "rollout_wall": rollouts[-1], "update_wall": wall - rollouts[-1],
-                      "rollout_tok_s": tokens / rollouts[-1], "completion_tokens_mean": tokens / n})
+                      "rollout_tok_s": tokens / rollouts[-1], "completion_tokens_mean": tokens / n,
+                      "gc_s": collector.seconds - gc_before[0], "gc_collections": collector.collections - gc_before[1],
+                      **dict(parts)})
         return out
 
     RolloutEngine.run, loop.rl_step = timed_run, timed_step
@@ -247,13 +289,18 @@ def worker_trl(args: argparse.Namespace) -> dict:
     begins: list[float] = []
     ends: list[float] = []
     generations: list[dict[str, float]] = []
+    collector = _GCClock()
+    gc_begins: list[tuple[float, int]] = []  # (GC seconds, collections) at each optimiser step's start
+    gc_ends: list[tuple[float, int]] = []  # ... and end
 
     class Clock(TrainerCallback):
         def on_step_begin(self, *a: object, **k: object) -> None:
+            gc_begins.append((collector.seconds, collector.collections))
             begins.append(_clock())
 
         def on_step_end(self, *a: object, **k: object) -> None:
             ends.append(_clock())
+            gc_ends.append((collector.seconds, collector.collections))
 
     trainer = GRPOTrainer(model=model, reward_funcs=em_reward, args=config, train_dataset=dataset,
                           processing_class=tokenizer, callbacks=[Clock()])
@@ -280,8 +327,10 @@ def worker_trl(args: argparse.Namespace) -> dict:
     for i in range(args.steps):
         wall = ends[(i + 1) * updates - 1] - begins[i * updates]
         g = generations[i]
+        before, after = gc_begins[i * updates], gc_ends[(i + 1) * updates - 1]
         steps.append({"wall": wall, "rollout_wall": g["wall"], "update_wall": wall - g["wall"],
-                      "rollout_tok_s": g["tokens"] / g["wall"], "completion_tokens_mean": g["tokens"] / g["rows"]})
+                      "rollout_tok_s": g["tokens"] / g["wall"], "completion_tokens_mean": g["tokens"] / g["rows"],
+                      "gc_s": after[0] - before[0], "gc_collections": after[1] - before[1]})
     return {"framework": "trl", "trl_version": __import__("trl").__version__, "steps": steps, **_peak_gb()}
 
 
@@ -315,6 +364,12 @@ def _spread(results: list[dict], key: str) -> tuple[float, float, float]:
     return statistics.median(values), min(values), max(values)
 
 
+def _step_line(st: dict[str, float]) -> str:
+    inside = (f", forward {st['rollout_forward_s']:.1f}, sampling {st['rollout_sample_s']:.1f}"
+              if "rollout_forward_s" in st else "")
+    return f"{st['wall']:.1f} s (rollout {st['rollout_wall']:.1f}{inside}; GC {st.get('gc_s', float('nan')):.2f})"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(ARCHITECTURES), help="architectures (default: %(default)s)")
@@ -335,6 +390,9 @@ def main() -> int:
     parser.add_argument("--json", default=None, help="write the results here")
     parser.add_argument("--from-json", default=None, metavar="PATH",
                         help="print the table of a saved --json file (complete or cut short) and exit")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="time searchrl's model forwards and sampling inside each rollout (synchronised: adds "
+                             "a GPU sync per forward, so such a run's times are a diagnostic, not the benchmark's)")
     parser.add_argument("--profile", default=None, metavar="FILE",
                         help="profile searchrl's rollouts with cProfile and append each step's top functions to "
                              "FILE (diagnostic: profiling slows the Python side, so such a run's times are not "
@@ -373,6 +431,8 @@ def main() -> int:
                    "--seed", str(args.seed), "--device", args.device]
     if args.profile:
         worker_args += ["--profile", str(Path(args.profile).resolve())]
+    if args.breakdown:
+        worker_args.append("--breakdown")
     from searchrl.models import resolve_device
 
     device = resolve_device(args.device, key="--device")
@@ -404,6 +464,7 @@ def main() -> int:
                     result = json.loads(line[len("RESULT "):])
                     result["load_average"] = os.getloadavg()[0]
                     result["round"] = round_index
+                    print("  steps: " + "; ".join(_step_line(st) for st in result["steps"]), file=sys.stderr, flush=True)
                     results[arch][name].append(result)
                     if args.json:  # after every process, so that an interrupted run keeps what it measured
                         _write_json(Path(args.json), {"host": host, "args": vars(args), "partial": True,

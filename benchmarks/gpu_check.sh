@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Every GPU check in one command, for a machine with a CUDA GPU: the `gpu`-marked tests (tests/test_gpu.py), a
-# profile of searchrl's GPU rollouts (cProfile, one process), then benchmarks/bench_gpu.py (searchrl vs TRL's
-# GRPOTrainer on the same GPU). Run from the repository root:
+# diagnostic searchrl process (its rollouts' forward, sampling and GC time, and a cProfile of them), then
+# benchmarks/bench_gpu.py (searchrl vs TRL's GRPOTrainer on the same GPU). Run from the repository root:
 #
 #   benchmarks/gpu_check.sh OUT_DIR [PYTHON]          # PYTHON: default .venv/bin/python, else python3
 #
-# OUT_DIR receives nvidia-smi.txt, versions.txt, gpu_tests.log, profile.txt, bench_gpu.log and bench_gpu.json
-# (rewritten after every benchmark process, so a run cut short keeps what it measured). Time limits, in seconds,
-# from the environment: GPU_TESTS_TIMEOUT (default 300), GPU_PROFILE_TIMEOUT (default 120; 0 skips the profile)
+# OUT_DIR receives nvidia-smi.txt, versions.txt, gpu_tests.log, diagnostic.json, profile.txt, bench_gpu.log and
+# bench_gpu.json (rewritten after every benchmark process, so a run cut short keeps what it measured). Time limits,
+# in seconds, from the environment: GPU_TESTS_TIMEOUT (default 300), GPU_PROFILE_TIMEOUT (default 120; 0 skips
+# the diagnostic)
 # and GPU_BENCH_TIMEOUT (default 600); BENCH_ARGS adds arguments to bench_gpu.py (e.g. "--models smollm2-135m").
 # The defaults add up to more than one 10-minute call: on a short loan, narrow BENCH_ARGS and the limits.
 # Exits non-zero if the tests or the benchmark failed.
@@ -45,12 +46,14 @@ tests_rc=${PIPESTATUS[0]}
 echo "gpu tests: exit $tests_rc in $(( $(date +%s) - start )) s" | tee -a "$out/gpu_tests.log"
 
 if [ "${GPU_PROFILE_TIMEOUT:-120}" -gt 0 ]; then
-  # Where a searchrl rollout's time goes on this GPU (own time per function; time blocked on the GPU shows as
-  # `tolist`). A diagnostic: profiling slows the Python side, so its times are not the benchmark's.
+  # Where a searchrl rollout's time goes on this GPU: model forwards, sampling and GC per step (diagnostic.json),
+  # own time per function (profile.txt; time blocked on the GPU shows as `tolist`). A diagnostic: the timers
+  # synchronise and the profiler slows the Python side, so its times are not the benchmark's.
   start=$(date +%s)
   timeout "${GPU_PROFILE_TIMEOUT:-120}" "$py" benchmarks/bench_gpu.py --models smollm2-135m --only searchrl \
-    --rounds 1 --steps 3 --profile "$out/profile.txt" >/dev/null 2>&1
-  echo "profile: exit $? in $(( $(date +%s) - start )) s ($out/profile.txt)"
+    --rounds 1 --steps 3 --breakdown --profile "$out/profile.txt" --json "$out/diagnostic.json" 2>&1 \
+    | grep -E '^  steps:|failed' || true
+  echo "diagnostic: done in $(( $(date +%s) - start )) s ($out/diagnostic.json, $out/profile.txt)"
 fi
 
 start=$(date +%s)

@@ -45,8 +45,13 @@ BANNED_LOGIT = -1e4  # finite: exp() underflows to 0, and an entropy's p * log p
 
 def fix_lengths(model: Any, tokenizer: Any) -> Any:
     """Make EOS, the ids beyond the tokenizer and every token whose text holds '<' unsampleable on this model (a
-    forward hook on its LM head, so it acts in sampling and in the log-prob forwards alike): no stop tag can form
-    and no EOS ends a completion, so every completion runs to its budget, whatever the weights. Returns `model`."""
+    forward hook on its LM head module): no stop tag can form and no EOS ends a completion, so every completion
+    runs to its budget, whatever the weights. Returns `model`.
+
+    The hook acts wherever the head module is called: in both sides' sampling and in TRL's log-prob forwards.
+    searchrl's training forward multiplies by the head's weight itself (`training.batching.token_logprobs`), so
+    its log-probs are of the unmasked distribution: the same shapes and work except the mask itself (one
+    elementwise pass over the completion logits, which only TRL's training pays)."""
     vocab = model.get_output_embeddings().weight.shape[0]
     banned = torch.zeros(vocab, dtype=torch.bool)
     banned[len(tokenizer):] = True
