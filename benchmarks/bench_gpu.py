@@ -133,8 +133,8 @@ class _GCClock:
             self.collections += 1
 
 
-def _time_method(cls: Any, name: str, totals: dict[str, float], key: str) -> None:
-    """Wrap `cls.name` to add its synchronised wall time to `totals[key]` (for --breakdown)."""
+def _time_method(cls: Any, name: str, totals: dict[str, float], key: str) -> Any:
+    """Wrap `cls.name` to add its synchronised wall time to `totals[key]` (for --breakdown); return the original."""
     method = getattr(cls, name)
 
     @functools.wraps(method)
@@ -146,6 +146,7 @@ def _time_method(cls: Any, name: str, totals: dict[str, float], key: str) -> Non
             totals[key] = totals.get(key, 0.0) + _clock() - start
 
     setattr(cls, name, timed)
+    return method
 
 
 def _questions(args: argparse.Namespace) -> list[list[Any]]:
@@ -177,6 +178,9 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         model, tokenizer = load_policy(*a, **k)
         return fix_lengths(model, tokenizer), tokenizer
 
+    # The worker patches these for its one run and puts them back after (it also runs inside the tests).
+    originals = [(searchrl.models, "load_policy", load_policy), (RolloutEngine, "run", RolloutEngine.run),
+                 (loop, "rl_step", loop.rl_step)]
     searchrl.models.load_policy = load_fixed  # the trainer looks models.load_policy up at call time
     run = Path(tempfile.mkdtemp(prefix="bench_gpu_searchrl_"))
     overrides = [
@@ -204,8 +208,8 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
     if args.breakdown:
         from searchrl.rollout.hf import HFSession
 
-        _time_method(HFSession, "_forward", parts, "rollout_forward_s")
-        _time_method(HFSession, "_choose", parts, "rollout_sample_s")
+        originals += [(HFSession, "_forward", _time_method(HFSession, "_forward", parts, "rollout_forward_s")),
+                      (HFSession, "_choose", _time_method(HFSession, "_choose", parts, "rollout_sample_s"))]
     collector = _GCClock()
     run_engine, rl_step = RolloutEngine.run, loop.rl_step
 
@@ -246,6 +250,9 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         loop.train(cfg, console=False)
     finally:
         shutil.rmtree(run, ignore_errors=True)
+        for owner, name, value in originals:
+            setattr(owner, name, value)
+        gc.callbacks.remove(collector._callback)
     assert len(steps) == args.steps, (len(steps), args.steps)
     return {"framework": "searchrl", "steps": steps, **_peak_gb()}
 
@@ -321,6 +328,7 @@ def worker_trl(args: argparse.Namespace) -> dict:
         trainer.train()
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
+        gc.callbacks.remove(collector._callback)
     assert len(generations) == args.steps and len(begins) == len(ends) == args.steps * updates, (
         len(generations), len(begins), len(ends))
     steps = []

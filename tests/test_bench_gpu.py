@@ -1,0 +1,67 @@
+"""benchmarks/bench_gpu.py's workers, run on the CPU: a GPU loan is short and rare, so what the benchmark records
+(step times, the rollout breakdown, GC time, fixed completion lengths) is checked here, with a narrow model of the
+SmolLM2 architecture and CUDA's synchronisation and memory counters stubbed out."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import bench_gpu  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
+
+
+@pytest.fixture(scope="module")
+def narrow_model(tmp_path_factory) -> Path:
+    kind, dims = bench_gpu.ARCHITECTURES["smollm2-135m"]
+    narrow = {**dims, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
+              "num_key_value_heads": 2}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(bench_gpu.ARCHITECTURES, "narrow", (kind, narrow))
+        return bench_gpu.build_random_model("narrow", tmp_path_factory.mktemp("bench_gpu") / "m", seed=0)
+
+
+@pytest.fixture
+def on_cpu(monkeypatch):
+    monkeypatch.setattr(bench_gpu, "_sync", lambda: None)
+    for name in ("max_memory_allocated", "max_memory_reserved", "reset_peak_memory_stats"):
+        monkeypatch.setattr(torch.cuda, name, lambda *a, **k: 0)
+
+
+def _args(model: Path, **extra) -> argparse.Namespace:
+    return argparse.Namespace(model_dir=str(model), seed=0, device="cpu", steps=2, batch_size=2, group_size=4,
+                              mini_batch_size=4, micro_batch_size=4, lr=1e-6, bf16=0, gradient_checkpointing=1,
+                              max_tokens=12, profile=None, breakdown=False, **extra)
+
+
+def test_the_searchrl_worker_records_the_breakdown_gc_and_profile(narrow_model, on_cpu, tmp_path):
+    args = _args(narrow_model)
+    args.breakdown, args.profile = True, str(tmp_path / "profile.txt")
+    result = bench_gpu.worker_searchrl(args)
+    assert len(result["steps"]) == 2
+    for step in result["steps"]:
+        assert step["completion_tokens_mean"] == 12  # fix_lengths: every completion runs to its budget
+        assert 0 < step["rollout_forward_s"] + step["rollout_sample_s"] <= step["rollout_wall"]
+        assert step["rollout_wall"] + step["update_wall"] == pytest.approx(step["wall"])
+        assert step["gc_s"] >= 0 and step["gc_collections"] >= 0
+        assert "forward" in bench_gpu._step_line(step)
+    assert "searchrl rollout call 1" in (tmp_path / "profile.txt").read_text()
+    # The worker put back what it patched: the plain rollout runs again (its synchronising timers would fail here).
+    from searchrl.rollout.hf import HFSession
+    assert not hasattr(HFSession._forward, "__wrapped__") and not hasattr(HFSession._choose, "__wrapped__")
+
+
+def test_the_trl_worker_times_the_same_work(narrow_model, on_cpu):
+    pytest.importorskip("trl", reason="TRL comes with searchrl[bench]; CI installs it")
+    result = bench_gpu.worker_trl(_args(narrow_model))
+    assert len(result["steps"]) == 2
+    for step in result["steps"]:
+        assert step["completion_tokens_mean"] == 12
+        assert step["rollout_wall"] < step["wall"]
+        assert step["gc_s"] >= 0 and step["gc_collections"] >= 0
