@@ -23,7 +23,11 @@ updates; peak memory is `torch.cuda.max_memory_allocated` of the worker process.
 subprocess, alternating (`--rounds`; who goes first swaps each round), one at a time on the GPU; the first step of
 each process is warm-up and is dropped; the table gives the median and [min, max] over the remaining steps of all
 rounds, and the searchrl / TRL ratio per round (median [min, max]), with the GPU, driver, CUDA, torch and CPU
-recorded. `--json` is rewritten after every process, so an interrupted run keeps what it measured.
+recorded. `--json` is rewritten after every process, so an interrupted run keeps what it measured. Each step also
+records, on both sides, the seconds spent in Python's garbage collector and the rollout's cudaMalloc / cudaFree /
+retry counts (neither adds a synchronisation). Diagnostics for searchrl's rollouts, whose times they change (so
+not for the table): `--breakdown` times its model forwards and its sampling (synchronised), and `--profile FILE`
+writes a cProfile of each rollout; `gpu_check.sh` runs one such process before the benchmark.
 
     .venv/bin/python benchmarks/bench_gpu.py                                   # both models, 3 rounds x 3 steps
     .venv/bin/python benchmarks/bench_gpu.py --models qwen2.5-0.5b --json /tmp/bench_gpu.json
@@ -133,6 +137,17 @@ class _GCClock:
             self.collections += 1
 
 
+def _cuda_allocs() -> dict[str, int] | None:
+    """The CUDA caching allocator's counts of device allocations, frees and retries (None without CUDA)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    stats = torch.cuda.memory_stats()
+    return {"cuda_mallocs": stats.get("num_device_alloc", 0), "cuda_frees": stats.get("num_device_free", 0),
+            "alloc_retries": stats.get("num_alloc_retries", 0)}
+
+
 def _time_method(cls: Any, name: str, totals: dict[str, float], key: str) -> Any:
     """Wrap `cls.name` to add its synchronised wall time to `totals[key]` (for --breakdown); return the original."""
     method = getattr(cls, name)
@@ -216,6 +231,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
     @functools.wraps(run_engine)
     def timed_run(self: Any, *a: Any, **k: Any) -> Any:
         profile = cProfile.Profile() if args.profile else None
+        allocs = _cuda_allocs()
         start = _clock()
         try:
             if profile is None:
@@ -223,6 +239,9 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
             return profile.runcall(run_engine, self, *a, **k)
         finally:
             rollouts.append(_clock() - start)
+            after = _cuda_allocs()
+            if allocs is not None and after is not None:  # cudaMalloc / cudaFree calls the rollout made
+                parts.update({f"rollout_{key}": after[key] - allocs[key] for key in allocs})
             if profile is not None:  # the step's rollout: where its wall time went, by own time
                 text = io.StringIO()
                 pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(25)
@@ -314,12 +333,16 @@ def worker_trl(args: argparse.Namespace) -> dict:
     generate = trainer._generate
 
     def timed_generate(*a: Any, **k: Any) -> Any:
+        allocs = _cuda_allocs()
         start = _clock()
         out = generate(*a, **k)
         wall = _clock() - start
+        after = _cuda_allocs()
         completion_ids = out[1]
         tokens = sum(map(len, completion_ids))
-        generations.append({"wall": wall, "tokens": tokens, "rows": len(completion_ids)})
+        generations.append({"wall": wall, "tokens": tokens, "rows": len(completion_ids),
+                            **({f"rollout_{key}": after[key] - allocs[key] for key in allocs}
+                               if allocs is not None and after is not None else {})})
         return out
 
     trainer._generate = timed_generate
@@ -338,7 +361,8 @@ def worker_trl(args: argparse.Namespace) -> dict:
         before, after = gc_begins[i * updates], gc_ends[(i + 1) * updates - 1]
         steps.append({"wall": wall, "rollout_wall": g["wall"], "update_wall": wall - g["wall"],
                       "rollout_tok_s": g["tokens"] / g["wall"], "completion_tokens_mean": g["tokens"] / g["rows"],
-                      "gc_s": after[0] - before[0], "gc_collections": after[1] - before[1]})
+                      "gc_s": after[0] - before[0], "gc_collections": after[1] - before[1],
+                      **{key: value for key, value in g.items() if key.startswith("rollout_")}})
     return {"framework": "trl", "trl_version": __import__("trl").__version__, "steps": steps, **_peak_gb()}
 
 
@@ -375,6 +399,8 @@ def _spread(results: list[dict], key: str) -> tuple[float, float, float]:
 def _step_line(st: dict[str, float]) -> str:
     inside = (f", forward {st['rollout_forward_s']:.1f}, sampling {st['rollout_sample_s']:.1f}"
               if "rollout_forward_s" in st else "")
+    if "rollout_cuda_mallocs" in st:
+        inside += f", {st['rollout_cuda_mallocs']} cudaMalloc, {st['rollout_alloc_retries']} retries"
     return f"{st['wall']:.1f} s (rollout {st['rollout_wall']:.1f}{inside}; GC {st.get('gc_s', float('nan')):.2f})"
 
 
