@@ -246,7 +246,8 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
                 text = io.StringIO()
                 pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(25)
                 with open(args.profile, "a", encoding="utf-8") as f:
-                    f.write(f"\n=== searchrl rollout call {len(rollouts)} (the RL steps' in order, then the final evaluation's): {rollouts[-1]:.2f} s (profiled) ===\n")
+                    f.write(f"\n=== searchrl rollout call {len(rollouts)} (the RL steps' in order, then the final "
+                            f"evaluation's): {rollouts[-1]:.2f} s (profiled) ===\n")
                     f.write(text.getvalue())
 
     @functools.wraps(rl_step)
@@ -498,7 +499,8 @@ def main() -> int:
                     result = json.loads(line[len("RESULT "):])
                     result["load_average"] = os.getloadavg()[0]
                     result["round"] = round_index
-                    print("  steps: " + "; ".join(_step_line(st) for st in result["steps"]), file=sys.stderr, flush=True)
+                    print("  steps: " + "; ".join(_step_line(st) for st in result["steps"]), file=sys.stderr,
+                          flush=True)
                     results[arch][name].append(result)
                     if args.json:  # after every process, so that an interrupted run keeps what it measured
                         _write_json(Path(args.json), {"host": host, "args": vars(args), "partial": True,
