@@ -293,6 +293,26 @@ def test_sample_tokens_filters():
         assert abs(float(lp[row]) - float(torch.log(probs[row, tokens[row]] / probs[row, kept].sum()))) < 1e-5
 
 
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_sample_tokens_draws_what_the_plain_inverse_cdf_draws(temperature):
+    """The in-place sampler against the formula written plainly: the same tokens and log-probs from the same
+    generator state, and the caller's logits left as they were."""
+    logits = torch.randn(16, 3000, generator=torch.Generator().manual_seed(2)) * 4  # (B, V)
+    logits[:, 7] = float("-inf")  # a filtered token
+    before = logits.clone()
+    ours, oracle = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    for _ in range(5):
+        tokens, lp = sample_tokens(logits, SamplingParams(temperature=temperature), ours)
+        z = logits / temperature
+        z_max = z.max(dim=-1, keepdim=True).values
+        cdf = torch.exp(z - z_max).double().cumsum(dim=-1)
+        u = torch.rand(z.shape[0], 1, generator=oracle, dtype=torch.float64) * cdf[:, -1:]
+        expected = torch.searchsorted(cdf, u, right=True).clamp_(max=z.shape[-1] - 1).squeeze(1)
+        assert torch.equal(tokens, expected)
+        assert torch.equal(lp, (z.gather(1, expected[:, None]) - z_max - torch.log(cdf[:, -1:]).float()).squeeze(1))
+    assert torch.equal(logits, before)
+
+
 def test_sampling_follows_the_distribution():
     """Empirical frequencies of 40,000 draws match softmax(logits / T) (and the filtered one with top-k)."""
     gen = torch.Generator().manual_seed(1)
