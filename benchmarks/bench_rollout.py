@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python benchmarks/bench_rollout.py [--questions 8] [--group 2] [--turn-tokens 128] [--max-turns 2]
         [--rounds 3] [--threads 1] [--stock] [--sizes 1,8,32] [--data DIR] [--json FILE]
-        [--save-workload FILE | --workload FILE [--model DIR --random-weights]]
+        [--save-workload FILE | --workload FILE [--model DIR --random-weights]] [--resume]
 
 The same work on both sides (benchmarks/workload.py): the engine samples one run of `questions` x `group`
 trajectories (default 8 x 2 = 16; up to `max_turns` searches + a final turn, `turn_tokens` per turn, the
@@ -32,6 +32,9 @@ On a machine without the model's weights (the GPU machines take no file over 64 
 the weights are (`--save-workload FILE`), carry FILE and the model folder's config and tokenizer files, and replay
 it there with `--workload FILE --model DIR --random-weights`: every token is forced, so random weights of the same
 architecture time the same forward passes, retriever calls and observations (the table's host line says so).
+The JSON is rewritten after every round; `--resume` keeps the finished rounds of such a partial file and runs the
+rest, with the same options on the same CPU kind (each run records the machine's name), so the rounds can span
+two short loans of a machine.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import random
 import sys
 import time
@@ -144,6 +148,9 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--json", type=Path, default=None,
                         help="also write the results here (rewritten after every round)")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the finished rounds of the partial --json file and run the rest (the same "
+                             "options and CPU kind; the rounds may come from several processes or machines)")
     parser.add_argument("--save-workload", type=Path, default=None, metavar="FILE",
                         help="write the recorded workload (and the settings that made it) here")
     parser.add_argument("--workload", type=Path, default=None, metavar="FILE",
@@ -202,15 +209,21 @@ def main() -> int:
                      ("Search-R1 loop, stock F.linear", loop_replay, False)]
     order_rng = random.Random(args.seed)
     runs: dict[str, list[dict]] = {name: [] for name, _, _ in variants}
+    done = 0
+    if args.resume:
+        runs, done = resumed_runs(args, info, [name for name, _, _ in variants])
+        console.print(f"resuming {args.json}: {done} of {args.rounds} rounds done")
     for round_index in range(args.rounds):
         order = list(variants)
-        order_rng.shuffle(order)
+        order_rng.shuffle(order)  # drawn for finished rounds too, so a resumed run keeps the same orders
+        if round_index < done:
+            continue
         for name, fn, packed in order:
             before = load()
             start, cpu_start = time.perf_counter(), time.process_time()
             result = fn(model, tok, retriever, protocol, cfg, qs, args.group, workload, pack_weights=packed)
             result.update(wall_s=time.perf_counter() - start, cpu_s=time.process_time() - cpu_start,
-                          load_before=before, load_after=load(), round=round_index)
+                          load_before=before, load_after=load(), round=round_index, machine=platform.node())
             if result["useful"] != shape["sampled_tokens"]:
                 raise SystemExit(f"{name} emitted {result['useful']} tokens; the workload has "
                                  f"{shape['sampled_tokens']}: not the same work")
@@ -252,9 +265,31 @@ def main() -> int:
         console.print(f"  engine, batch {len(sq) * group}: {n} tokens in {seconds:.1f} s = {n / seconds:.1f} tok/s")
 
     out = {"host": info, "load_at_end": load(), "args": {k: str(v) for k, v in vars(args).items()},
-           "workload": shape, "runs": runs, "engine_speedup_by_round": ratios, "sweep": sweep}
+           "workload": shape, "runs": runs, "rounds_done": args.rounds, "engine_speedup_by_round": ratios,
+           "sweep": sweep}
     write_json(args.json, out)
     return 0
+
+
+# What a resumed run must share with the runs it continues.
+RESUME_SETTINGS = (*WORKLOAD_SETTINGS, "threads", "stock", "workload", "model", "random_weights", "rounds")
+
+
+def resumed_runs(args: argparse.Namespace, info: dict, names: list[str]) -> tuple[dict[str, list[dict]], int]:
+    """The runs and the number of finished rounds in `args.json`, after checking that they were measured with the
+    same options on the same CPU kind (model and kernel flags)."""
+    if args.json is None or not args.json.is_file():
+        raise SystemExit("--resume needs the partial --json FILE of an earlier run")
+    saved = json.loads(args.json.read_text())
+    differ = {k: (saved["args"].get(k), str(getattr(args, k))) for k in RESUME_SETTINGS
+              if saved["args"].get(k) != str(getattr(args, k))}
+    if differ:
+        raise SystemExit(f"--resume: {args.json} was measured with other options (saved, given): {differ}")
+    kind = lambda h: (h["cpu"], list(h["flags"]))  # noqa: E731
+    if kind(saved["host"]) != kind(info):
+        raise SystemExit(f"--resume: {args.json} was measured on {kind(saved['host'])}, this CPU is {kind(info)}")
+    runs = {name: list(saved["runs"].get(name, [])) for name in names}
+    return runs, int(saved["rounds_done"])
 
 
 def write_json(path: Path | None, out: dict) -> None:

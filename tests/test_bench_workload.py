@@ -148,3 +148,39 @@ def test_fixed_lengths_make_every_completion_run_to_its_budget(tmp_path):
     after = RolloutEngine(HFBackend(model, tok), tok, EchoRetriever(), protocol, cfg).run(questions, 2)
     assert all(len(t.response_ids) == 20 and t.finish_reason == "length" for t in after)
     assert all("<" not in tok.decode(t.response_ids) for t in after)
+
+
+def test_bench_rollout_resumes_a_partial_run_on_the_same_cpu_kind(tmp_path):
+    """bench_rollout.py --resume keeps the finished rounds of a partial JSON and runs the rest (a short GPU-machine
+    loan fits two rounds of the default workload, not three); other options or another CPU kind are refused."""
+    import json
+    import subprocess
+
+    model = build_tiny_random_model(tmp_path / "m", seed=4)
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_rollout.py"
+    result = tmp_path / "r.json"
+    run = [sys.executable, str(script), "--questions", "2", "--group", "2", "--turn-tokens", "8", "--max-turns", "1",
+           "--rounds", "2", "--json", str(result), "--model", str(model)]
+    subprocess.run([*run, "--save-workload", str(tmp_path / "w.json")], check=True, capture_output=True, timeout=300)
+    full = json.loads(result.read_text())
+    assert full["rounds_done"] == 2 and [len(v) for v in full["runs"].values()] == [2, 2]
+
+    def stop_after_round_one(**changes) -> dict:  # the partial JSON of a process stopped after its first round
+        partial = {**full, "runs": {k: v[:1] for k, v in full["runs"].items()}, "rounds_done": 1, **changes}
+        result.write_text(json.dumps(partial))
+        return partial
+
+    partial = stop_after_round_one()
+    subprocess.run([*run, "--resume"], check=True, capture_output=True, timeout=300)
+    resumed = json.loads(result.read_text())
+    assert [[r["round"] for r in v] for v in resumed["runs"].values()] == [[0, 1], [0, 1]]
+    assert resumed["runs"]["engine"][0] == partial["runs"]["engine"][0]  # the finished round is kept as it was
+
+    stop_after_round_one()
+    other = subprocess.run([*run, "--resume", "--workload", str(tmp_path / "w.json"), "--random-weights"],
+                           capture_output=True, text=True, timeout=300)
+    assert other.returncode != 0 and "other options" in other.stdout + other.stderr
+
+    stop_after_round_one(host={**full["host"], "flags": ["amx_tile"]})
+    elsewhere = subprocess.run([*run, "--resume"], capture_output=True, text=True, timeout=300)
+    assert elsewhere.returncode != 0 and "this CPU is" in elsewhere.stdout + elsewhere.stderr
