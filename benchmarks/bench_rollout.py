@@ -170,6 +170,10 @@ def main() -> int:
         return 2
     torch.set_num_threads(args.threads)
     info = host(args.threads)
+    names = ["engine", "Search-R1 loop"] + (["engine, stock F.linear", "Search-R1 loop, stock F.linear"]
+                                            if args.stock else [])
+    resumed = resumed_runs(args, info, names) if args.resume else None  # checked before any work is done
+    done = 0
     model, tok = load_random_policy(args.model, args.seed) if args.random_weights else load_policy(args.model)
     info["weights"] = "random (seeded), replayed tokens" if args.random_weights else str(args.model)
     retriever = load_bm25(args.data)
@@ -207,11 +211,11 @@ def main() -> int:
     if args.stock:
         variants += [("engine, stock F.linear", engine_replay, False),
                      ("Search-R1 loop, stock F.linear", loop_replay, False)]
+    assert [name for name, _, _ in variants] == names  # the names a resume was checked against
     order_rng = random.Random(args.seed)
     runs: dict[str, list[dict]] = {name: [] for name, _, _ in variants}
-    done = 0
-    if args.resume:
-        runs, done = resumed_runs(args, info, [name for name, _, _ in variants])
+    if resumed is not None:
+        runs, done = resumed
         console.print(f"resuming {args.json}: {done} of {args.rounds} rounds done")
     for round_index in range(args.rounds):
         order = list(variants)
@@ -280,7 +284,11 @@ def resumed_runs(args: argparse.Namespace, info: dict, names: list[str]) -> tupl
     same options on the same CPU kind (model and kernel flags)."""
     if args.json is None or not args.json.is_file():
         raise SystemExit("--resume needs the partial --json FILE of an earlier run")
-    saved = json.loads(args.json.read_text())
+    try:
+        saved = json.loads(args.json.read_text())
+        saved["args"], saved["host"], saved["runs"], saved["rounds_done"]  # noqa: B018 - the keys a resume reads
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"--resume: {args.json} is not a bench_rollout JSON ({type(exc).__name__}: {exc})") from None
     differ = {k: (saved["args"].get(k), str(getattr(args, k))) for k in RESUME_SETTINGS
               if saved["args"].get(k) != str(getattr(args, k))}
     if differ:
