@@ -148,6 +148,14 @@ def _cuda_allocs() -> dict[str, int] | None:
             "alloc_retries": stats.get("num_alloc_retries", 0)}
 
 
+def _cuda_allocs_since(before: dict[str, int] | None) -> dict[str, int]:
+    """`rollout_<count>`: what the allocator did since `before` (`_cuda_allocs()`); empty without CUDA."""
+    after = _cuda_allocs()
+    if before is None or after is None:
+        return {}
+    return {f"rollout_{key}": after[key] - before[key] for key in before}
+
+
 def _time_method(cls: Any, name: str, totals: dict[str, float], key: str) -> Any:
     """Wrap `cls.name` to add its synchronised wall time to `totals[key]` (for --breakdown); return the original."""
     method = getattr(cls, name)
@@ -239,9 +247,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
             return profile.runcall(run_engine, self, *a, **k)
         finally:
             rollouts.append(_clock() - start)
-            after = _cuda_allocs()
-            if allocs is not None and after is not None:  # cudaMalloc / cudaFree calls the rollout made
-                parts.update({f"rollout_{key}": after[key] - allocs[key] for key in allocs})
+            parts.update(_cuda_allocs_since(allocs))  # cudaMalloc / cudaFree calls the rollout made
             if profile is not None:  # the step's rollout: where its wall time went, by own time
                 text = io.StringIO()
                 pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(25)
@@ -338,12 +344,10 @@ def worker_trl(args: argparse.Namespace) -> dict:
         start = _clock()
         out = generate(*a, **k)
         wall = _clock() - start
-        after = _cuda_allocs()
         completion_ids = out[1]
         tokens = sum(map(len, completion_ids))
         generations.append({"wall": wall, "tokens": tokens, "rows": len(completion_ids),
-                            **({f"rollout_{key}": after[key] - allocs[key] for key in allocs}
-                               if allocs is not None and after is not None else {})})
+                            **_cuda_allocs_since(allocs)})
         return out
 
     trainer._generate = timed_generate
@@ -565,9 +569,9 @@ def _round_ratios(ours: list[dict], theirs: list[dict], key: str) -> list[float]
 
 
 def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
+    from searchrl.fileio import atomic_write_text
+
+    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ console = Console(stderr=True, width=160)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from searchrl.data import Question  # noqa: E402
+from searchrl.fileio import atomic_write_text  # noqa: E402
 from searchrl.models import load_policy  # noqa: E402
 from searchrl.protocol import ProtocolConfig  # noqa: E402
 from searchrl.rollout import HFBackend, RolloutConfig, RolloutEngine  # noqa: E402
@@ -302,9 +303,7 @@ def resumed_runs(args: argparse.Namespace, info: dict, names: list[str]) -> tupl
 
 def write_json(path: Path | None, out: dict) -> None:
     if path is not None:
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(out, indent=1))
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ reproduce the recording's tokens and that fixed lengths hold.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
@@ -37,6 +36,7 @@ from typing import Any
 
 import torch
 
+from searchrl.fileio import atomic_write_text
 from searchrl.rollout.backend import eos_token_ids
 from searchrl.rollout.hf import HFBackend, HFSession, _PackedLinears
 
@@ -119,10 +119,7 @@ def record(trajectories: Sequence[Any]) -> Workload:
 
 def save_workload(path: Path, workload: Workload, meta: dict[str, Any]) -> None:
     """Write `workload` and `meta` (the settings that produced it) to `path` as JSON, atomically."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps({"meta": meta, "workload": [asdict(t) for t in workload]}))
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps({"meta": meta, "workload": [asdict(t) for t in workload]}))
 
 
 def load_workload(path: Path) -> tuple[Workload, dict[str, Any]]:

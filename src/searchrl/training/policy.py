@@ -228,8 +228,9 @@ def weight_cast_cache(setting: bool | str, device: torch.device | str) -> Iterat
     Each `autocast` region casts every weight it uses to bf16 once and drops the copies when the outermost region
     ends: one region per forward casts the whole model again for every micro-batch (about 0.25 s for
     SmolLM2-135M on one CPU thread). Autocast keeps copies of weights that require grad only; frozen ones are
-    cast at every use either way (keeping bf16 copies of them measured no gain, docs/bench_train.md). Inside this context autocast stays off, so losses and backward passes run as
-    outside it; each forward turns it on with `autocast` and reuses the copies. The copies are valid until a
+    cast at every use either way (keeping bf16 copies of them measured no gain, docs/bench_train.md). Inside this
+    context autocast stays off, so losses and backward passes run as outside it; each forward turns it on with
+    `autocast` and reuses the copies. The copies are valid until a
     weight changes: open one per optimiser update, never across an optimiser step, and do not mix no-grad and
     gradient forwards in one.
     """
