@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Every GPU check in one command, for a machine with a CUDA GPU: the `gpu`-marked tests (tests/test_gpu.py), a
+# Every GPU check in one command, for a machine with a CUDA GPU: the `gpu`-marked tests (tests/test_gpu.py), the
+# host overhead of a decode step (benchmarks/bench_decode_graph.py: eager against a CUDA graph replay), a
 # diagnostic searchrl process (its rollouts' forward, sampling and GC time, and a cProfile of them), then
 # benchmarks/bench_gpu.py (searchrl vs TRL's GRPOTrainer on the same GPU). Run from the repository root:
 #
 #   benchmarks/gpu_check.sh OUT_DIR [PYTHON]          # PYTHON: default .venv/bin/python, else python3
 #
-# OUT_DIR receives nvidia-smi.txt, versions.txt, gpu_tests.log, diagnostic.json, profile.txt, bench_gpu.log and
-# bench_gpu.json (rewritten after every benchmark process, so a run cut short keeps what it measured). Time limits,
-# in seconds, from the environment: GPU_TESTS_TIMEOUT (default 300), GPU_PROFILE_TIMEOUT (default 120; 0 skips
-# the diagnostic)
-# and GPU_BENCH_TIMEOUT (default 600); BENCH_ARGS adds arguments to bench_gpu.py (e.g. "--models smollm2-135m").
+# OUT_DIR receives nvidia-smi.txt, versions.txt, gpu_tests.log, decode_graph.json, diagnostic.json, profile.txt,
+# bench_gpu.log and bench_gpu.json (rewritten after every benchmark process, so a run cut short keeps what it
+# measured). Time limits, in seconds, from the environment: GPU_TESTS_TIMEOUT (default 300), GPU_GRAPH_TIMEOUT
+# (default 60; 0 skips the decode-graph check), GPU_PROFILE_TIMEOUT (default 120; 0 skips the diagnostic) and
+# GPU_BENCH_TIMEOUT (default 600); BENCH_ARGS adds arguments to bench_gpu.py (e.g. "--models smollm2-135m").
 # The defaults add up to more than one 10-minute call: on a short loan, narrow BENCH_ARGS and the limits.
 # Exits non-zero if the tests or the benchmark failed.
 set -uo pipefail
@@ -44,6 +45,13 @@ timeout "${GPU_TESTS_TIMEOUT:-300}" "$py" -m pytest -m gpu -v -p no:cacheprovide
   | tee "$out/gpu_tests.log"
 tests_rc=${PIPESTATUS[0]}
 echo "gpu tests: exit $tests_rc in $(( $(date +%s) - start )) s" | tee -a "$out/gpu_tests.log"
+
+if [ "${GPU_GRAPH_TIMEOUT:-60}" -gt 0 ]; then
+  start=$(date +%s)
+  timeout "${GPU_GRAPH_TIMEOUT:-60}" "$py" benchmarks/bench_decode_graph.py --model smollm2-135m \
+    --json "$out/decode_graph.json" 2>&1 | tail -6 || true
+  echo "decode graph: done in $(( $(date +%s) - start )) s ($out/decode_graph.json)"
+fi
 
 if [ "${GPU_PROFILE_TIMEOUT:-120}" -gt 0 ]; then
   # Where a searchrl rollout's time goes on this GPU: model forwards, sampling and GC per step (diagnostic.json),

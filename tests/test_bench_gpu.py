@@ -65,3 +65,18 @@ def test_the_trl_worker_times_the_same_work(narrow_model, on_cpu):
         assert step["completion_tokens_mean"] == 12
         assert step["rollout_wall"] < step["wall"]
         assert step["gc_s"] >= 0 and step["gc_collections"] >= 0
+
+
+def test_bench_decode_graph_runs_its_eager_side_on_the_cpu(narrow_model, tmp_path):
+    # The CUDA-graph side needs a GPU; on the CPU the script still loads, decodes greedily and writes its JSON.
+    import json
+
+    import bench_decode_graph
+
+    out = tmp_path / "decode.json"
+    assert bench_decode_graph.main(["--model", str(narrow_model), "--random-weights", "--rows", "3", "--prompt", "5",
+                                    "--steps", "4", "--rounds", "2", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert list(result["ms_per_step"]) == ["eager"] and len(result["ms_per_step"]["eager"]) == 2
+    assert all(ms > 0 for ms in result["ms_per_step"]["eager"]) and result["graph_error"] is None
+    assert result["rows"] == 3 and result["steps"] == 4

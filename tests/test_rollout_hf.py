@@ -85,9 +85,13 @@ def _full_logprobs(model, seq: list[int], temperature: float = 1.0) -> torch.Ten
     return torch.log_softmax(logits / temperature, dim=-1).cpu()
 
 
-def test_kv_cache_continuation_equals_a_full_re_encode(tiny):
+# kv_bucket 16: attention over bucketed key lengths (a GPU's default is 64), the extra columns masked; with
+# prefill_tokens 2 every prefill chunk is one column wide while the chunks after it are already marked real.
+@pytest.mark.parametrize(("kv_bucket", "prefill_tokens"), [(None, 24), (16, 24), (16, 2), (None, 2), (1, 2)])
+def test_kv_cache_continuation_equals_a_full_re_encode(tiny, kv_bucket, prefill_tokens):
     model, tok = tiny
-    seqs, sampled, gens = _run_session(model, tok, _prompts(tok), greedy=True, prefill_tokens=24, max_batch_size=3)
+    seqs, sampled, gens = _run_session(model, tok, _prompts(tok), greedy=True, prefill_tokens=prefill_tokens,
+                                       max_batch_size=3, kv_bucket=kv_bucket)
     assert all(g.finish == "length" for g in gens)
     for row, seq in enumerate(seqs):
         full = _full_logprobs(model, seq)

@@ -122,14 +122,33 @@ class _PackedLinears:
 
 
 class _SlotBuffer:
-    """Preallocated KV for one batch: `kv` (L, 2, B, H, capacity, D); slots [0, m) active, columns [0, n) written."""
+    """Preallocated KV for one batch: `kv` (L, 2, B, H, capacity, D); slots [0, m) active, columns [0, n) written.
+
+    `bucket` > 1 rounds the capacity, and the columns a forward attends over, up to a multiple of `bucket` (the
+    extra columns are masked), so that attention sees a few repeated shapes and strides instead of a new key
+    length at every decode step. Why: on a GPU, attention kernels that plan per shape (cuDNN's SDPA graphs) paid
+    a new plan at every step of a rollout whose lengths they had not seen (see docs/benchmarks.md, "One GPU").
+    """
 
     def __init__(self, num_layers: int, batch: int, heads: int, capacity: int, head_dim: int, dtype: torch.dtype,
-                 device: torch.device):
+                 device: torch.device, bucket: int = 1):
+        capacity = -(-capacity // bucket) * bucket
         self.kv = torch.zeros(num_layers, 2, batch, heads, capacity, head_dim, dtype=dtype, device=device)
         self.mask = torch.zeros(batch, capacity, dtype=torch.long, device=device)  # (B, capacity): 1 = real token
+        self.capacity = capacity
+        self.bucket = bucket
         self.m = batch
         self.n = 0
+
+    def width(self, q: int) -> int:
+        """The key columns a forward of q new tokens attends over: n + q, rounded up to the bucket.
+
+        Exact for the first forward of a buffer (n = 0): there transformers (5.x, `_ignore_causal_mask_sdpa`) drops
+        a mask that is real up to the query and padding after it, which for one query token leaves it unmasked
+        over the whole width."""
+        if self.n == 0:
+            return q
+        return min(self.capacity, -(-(self.n + q) // self.bucket) * self.bucket)
 
 
 class _SlotLayer(DynamicLayer):
@@ -150,13 +169,14 @@ class _SlotLayer(DynamicLayer):
         keys, values = b.kv[self.layer, 0], b.kv[self.layer, 1]  # (B, H, capacity, D)
         keys[: b.m, :, b.n : b.n + q] = key_states
         values[: b.m, :, b.n : b.n + q] = value_states
-        return keys[: b.m, :, : b.n + q], values[: b.m, :, : b.n + q]
+        width = b.width(q)
+        return keys[: b.m, :, :width], values[: b.m, :, :width]
 
     def get_seq_length(self) -> int:
         return self.buffer.n
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        return self.buffer.n + query_length, 0
+        return self.buffer.width(query_length), 0
 
 
 class HFBackend:
@@ -166,10 +186,11 @@ class HFBackend:
     run in consecutive batches of similar lengths); `prefill_tokens` bounds rows × columns of one prefill forward
     (activation memory); `pack_weights` runs the float32 CPU linear layers on oneDNN-packed copies of their weights
     (about 2x faster products on CPU, for one extra copy of the weights; see `_PackedLinears`); `bf16` runs the
-forwards under bf16 autocast with a bf16 KV cache (the weights stay as they are; a GPU's usual sampling precision,
-and the precision of the trainer's log-prob forwards under `train.bf16`), which turns the packing off. Log-probabilities
-    follow `searchrl.rollout.backend.sample_tokens`: under softmax(logits / T) (after top-k / top-p filtering) when
-    sampling, under the raw softmax when greedy.
+    forwards under bf16 autocast with a bf16 KV cache (the weights stay as they are; a GPU's usual sampling
+    precision, and the precision of the trainer's log-prob forwards under `train.bf16`), which turns the packing
+    off; `kv_bucket` rounds attention's key length up to a multiple of it (default 64 on a GPU, exact on the CPU;
+    see `_SlotBuffer`). Log-probabilities follow `searchrl.rollout.backend.sample_tokens`: under
+    softmax(logits / T) (after top-k / top-p filtering) when sampling, under the raw softmax when greedy.
     `stats` counts the tokens pushed through the model (prefill and decode) and the forward calls.
     """
 
@@ -183,6 +204,7 @@ and the precision of the trainer's log-prob forwards under `train.bf16`), which 
         prefill_tokens: int = 4096,
         pack_weights: bool = True,
         bf16: bool = False,
+        kv_bucket: int | None = None,
     ):
         config = model.config.get_text_config(decoder=True)
         layer_types = getattr(config, "layer_types", None)
@@ -202,6 +224,11 @@ and the precision of the trainer's log-prob forwards under `train.bf16`), which 
         self.bf16 = bool(bf16)
         # The packed kernels are float32 products called directly, outside autocast: not under bf16.
         self.pack_weights = bool(pack_weights and on_cpu and not self.bf16 and _PackedLinears.usable())
+        # Attention widths in multiples of kv_bucket (see _SlotBuffer): on a GPU 64, on the CPU exact (1), where
+        # masked columns would only add work.
+        self.kv_bucket = int(kv_bucket) if kv_bucket is not None else (1 if on_cpu else 64)
+        if self.kv_bucket < 1:
+            raise ValueError(f"HFBackend: kv_bucket must be >= 1, got {kv_bucket}")
         self.num_layers = config.num_hidden_layers
         self.kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
@@ -298,16 +325,22 @@ class HFSession:
 
     def _new_buffer(self, batch: int, capacity: int) -> _SlotBuffer:
         b = self.backend
-        return _SlotBuffer(b.num_layers, batch, b.kv_heads, capacity, b.head_dim, self.dtype, self.device)
+        return _SlotBuffer(b.num_layers, batch, b.kv_heads, capacity, b.head_dim, self.dtype, self.device,
+                           b.kv_bucket)
 
     def _forward(self, buffer: _SlotBuffer, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Run the model on (m, q) new tokens at columns [n, n+q); return last-position logits (m, V)."""
         q = input_ids.shape[1]
         cache = DynamicCache()
         cache.layers = [_SlotLayer(buffer, i) for i in range(self.backend.num_layers)]
+        width = buffer.width(q)
+        mask = buffer.mask[: buffer.m, :width]
+        if width > buffer.n + q:  # bucket columns: masked here, whatever a chunked prefill has marked beyond
+            mask = mask.clone()
+            mask[:, buffer.n + q :] = 0
         out = self.backend.model(
             input_ids=input_ids,
-            attention_mask=buffer.mask[: buffer.m, : buffer.n + q],
+            attention_mask=mask,
             position_ids=positions,
             past_key_values=cache,
             use_cache=True,
