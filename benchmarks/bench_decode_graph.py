@@ -40,6 +40,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def sdpa_backends(config, rows: int, device) -> dict[str, str]:
+    """Which SDPA backend torch picks for the attention call of a searchrl decode step (bf16; the query packed per
+    KV head as transformers does for one query token under grouped-query attention; the keys a view of a longer
+    buffer), with a padding mask and without one."""
+    import torch
+    from torch.nn.attention import SDPBackend
+
+    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    groups = config.num_attention_heads // kv_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    length, capacity = 100, 192
+    buffer = torch.zeros(rows, kv_heads, capacity, head_dim, dtype=torch.bfloat16, device=device)
+    keys = buffer[:, :, :length]
+    query = torch.zeros(rows, kv_heads, groups, head_dim, dtype=torch.bfloat16, device=device)
+    mask = torch.ones(rows, 1, groups, length, dtype=torch.bool, device=device)
+    return {name: SDPBackend(torch._fused_sdp_choice(query, keys, keys, m, 0.0, False)).name
+            for name, m in (("with_mask", mask), ("without_mask", None))}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import torch
@@ -60,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         model = AutoModelForCausalLM.from_pretrained(args.model)
         config = model.config
     model = model.to(device=device, dtype=torch.bfloat16).eval()
+    backends = sdpa_backends(config, args.rows, device)
+    print("SDPA backend for a searchrl decode step's attention:", backends, flush=True)
     ids = torch.randint(0, config.vocab_size, (args.rows, args.prompt), device=device)
     cache = StaticCache(config=model.config, max_cache_len=args.prompt + args.steps + 4)
     step_ids = torch.zeros(args.rows, 1, dtype=torch.long, device=device)
@@ -130,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         "device": torch.cuda.get_device_name(0) if device.type == "cuda" else platform.processor() or "cpu",
         "torch": torch.__version__, "rows": args.rows, "prompt": args.prompt, "steps": args.steps,
         "ms_per_step": {k: [s / args.steps * 1e3 for s in v] for k, v in times.items()},
-        "graph_error": graph_error,
+        "graph_error": graph_error, "sdpa_backend_searchrl_decode": backends,
     }
     for kind, values in result["ms_per_step"].items():
         print(f"{kind}: median {statistics.median(values):.2f} ms per step [{min(values):.2f}, {max(values):.2f}]")

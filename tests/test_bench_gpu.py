@@ -80,3 +80,4 @@ def test_bench_decode_graph_runs_its_eager_side_on_the_cpu(narrow_model, tmp_pat
     assert list(result["ms_per_step"]) == ["eager"] and len(result["ms_per_step"]["eager"]) == 2
     assert all(ms > 0 for ms in result["ms_per_step"]["eager"]) and result["graph_error"] is None
     assert result["rows"] == 3 and result["steps"] == 4
+    assert set(result["sdpa_backend_searchrl_decode"]) == {"with_mask", "without_mask"}
