@@ -457,9 +457,10 @@ def test_the_paired_gain_is_computed_per_question_and_worded_by_its_interval():
     assert paired_gain(None, up, seed=0) == {}
 
 
-def _grouped_batch(tokenizer_model: Path):
+def _grouped_batch(tokenizer_model: Path, template: str = "", rows_kept: list[int] | None = None):
     """Two groups that each repeat a prompt (of different lengths), one row with a prompt of its own, an empty
-    response and observation tokens inside responses."""
+    response and observation tokens inside responses; every prompt starts with `template`; `rows_kept` keeps some
+    rows only."""
     from searchrl.models import load_policy
     from searchrl.rollout.types import Trajectory
     from searchrl.training.batching import collate
@@ -473,7 +474,10 @@ def _grouped_batch(tokenizer_model: Path):
             ("Q: where?", " <search>capital</search>"),
             ("Q: when was it built, and by whom?", " <answer>1889</answer>")]
     trajs = []
+    rows = [(template + prompt, response) for prompt, response in rows]
     for k, (prompt, response) in enumerate(rows):
+        if rows_kept is not None and k not in rows_kept:
+            continue
         r = ids(response)
         mask = [1] * len(r)
         mask[2:4] = [0] * len(mask[2:4])  # an observation inside the response
@@ -518,6 +522,42 @@ def test_shared_prompts_give_the_padded_forward_values_and_gradients(tiny_model)
         lp_plain, _ = token_logprobs(model, batch, share_prompts=False)
         lp_shared, _ = token_logprobs(model, batch)
     torch.testing.assert_close(lp_shared, lp_plain, rtol=0, atol=0.1)
+    handle.remove()
+
+
+@pytest.mark.parametrize("rows_kept", [None, [0, 2, 5]], ids=["repeated prompts", "all prompts distinct"])
+def test_a_common_prompt_prefix_runs_once_with_the_padded_forward_values_and_gradients(tiny_model, rows_kept):
+    """Prompts that start with the same instruction template: the template runs once in a forward of its own,
+    then the prompts' remaining tokens, then the responses (three forwards), also when no row repeats a prompt;
+    log-probs, entropies and gradients are the padded forward's."""
+    from searchrl.training import batching
+    from searchrl.training.batching import prompt_owners, token_logprobs
+    from searchrl.training.policy import prepare_for_training
+
+    template = "Answer the question. Search with <search>query</search>, then answer with <answer>answer</answer>.\n"
+    model, batch = _grouped_batch(tiny_model, template, rows_kept)
+    model = prepare_for_training(model, gradient_checkpointing=False)
+    owner, prompts = prompt_owners(batch)
+    assert len(prompts) == 3 and batching._common_prefix_len([p[:-1] for p in prompts]) >= batching.MIN_COMMON_PREFIX
+    calls = []
+    handle = model.model.register_forward_hook(lambda module, args, out: calls.append(1))
+
+    def run(share: bool) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+        model.zero_grad(set_to_none=True)
+        lp, ent = token_logprobs(model, batch, with_entropy=True, share_prompts=share)
+        (lp.sum() + 0.1 * ent.sum()).backward()
+        return lp.detach(), ent.detach(), [p.grad.clone() for p in model.parameters()]
+
+    calls.clear()
+    plain = run(False)
+    assert len(calls) == 1
+    calls.clear()
+    shared = run(True)
+    assert len(calls) == 3  # the template, the prompts' remaining tokens, every row's response
+    torch.testing.assert_close(shared[0], plain[0], rtol=0, atol=1e-5)
+    torch.testing.assert_close(shared[1], plain[1], rtol=0, atol=1e-5)
+    for got, want in zip(shared[2], plain[2]):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
     handle.remove()
 
 

@@ -16,7 +16,8 @@ same keys, values and hidden states for it in every row. When rows of a batch re
 distinct prompt once and the rows' responses attend to its keys and values (`_shared_prompt_forward`); autograd
 sums the rows' gradients through the shared part, so values and gradients are those of the padded forward up to
 float rounding. With one group per micro-batch (`train.keep_groups_together`) this removes (G − 1)/G of the prompt
-tokens from every forward and backward.
+tokens from every forward and backward. The distinct prompts' common prefix (the instruction template) runs once
+too, so rows that share no prompt still share the template.
 """
 
 from __future__ import annotations
@@ -91,15 +92,33 @@ def pad_per_token(values: Sequence[Sequence[float]], T: int) -> torch.Tensor:
     return out
 
 
+# A common prefix of the distinct prompts (the instruction template before the question) shorter than this is
+# computed with each prompt rather than in a forward of its own: on the CPU 8 shared tokens of a few prompts save
+# more compute than one more call costs (docs/bench_train.md).
+MIN_COMMON_PREFIX = 8
+
+
+def _common_prefix_len(sequences: Sequence[Sequence[int]]) -> int:
+    """How many leading tokens all sequences share."""
+    n = min(len(s) for s in sequences)
+    for k in range(n):
+        if any(s[k] != sequences[0][k] for s in sequences):
+            return k
+    return n
+
+
 def prompt_owners(batch: TokenBatch) -> tuple[torch.Tensor, list[list[int]]] | None:
     """Which distinct prompt each row starts with: (owner index per row (B,), the distinct prompts' ids), or None
-    when no two rows share a prompt (nothing to gain) or a prompt is a single token (no prefix to share)."""
+    when there is nothing to share (every row has its own prompt and they share fewer than `MIN_COMMON_PREFIX`
+    leading tokens) or a prompt is a single token (no prefix to share)."""
     response_len = batch.response_valid.sum(-1).long()
     prompt_len = batch.attention_mask.sum(-1) - response_len
     distinct: dict[tuple[int, ...], int] = {}
     owner = [distinct.setdefault(tuple(batch.input_ids[i, : int(prompt_len[i])].tolist()), len(distinct))
              for i in range(batch.size)]
-    if len(distinct) == batch.size or min(len(p) for p in distinct) < 2:
+    if min(len(p) for p in distinct) < 2:
+        return None
+    if len(distinct) == batch.size and _common_prefix_len([p[:-1] for p in distinct]) < MIN_COMMON_PREFIX:
         return None
     return torch.tensor(owner, device=batch.input_ids.device), [list(p) for p in distinct]
 
@@ -112,16 +131,30 @@ def _shared_prompt_forward(body: torch.nn.Module, batch: TokenBatch, owner: torc
     Two forwards instead of one: the distinct prompts minus their last token (right-padded, U rows), keeping their
     keys and values; then every row's last prompt token and response, attending to its prompt's keys and values
     (selected per row; a differentiable index, so gradients flow back into the prompt forward) at positions
-    P_i − 1, P_i, ... Padding columns are masked out on both sides.
+    P_i − 1, P_i, ... Padding columns are masked out on both sides. When the distinct prompts share at least
+    `MIN_COMMON_PREFIX` leading tokens (the instruction template), that prefix runs once in a forward of its own
+    and the prompts' remaining tokens attend to its keys and values: three forwards, the same values.
     """
     device = batch.input_ids.device
     prefix_width = max(len(p) for p in prompts) - 1
-    prefix_ids = torch.zeros((len(prompts), prefix_width), dtype=torch.long, device=device)
-    prefix_mask = torch.zeros_like(prefix_ids)
-    for u, prompt in enumerate(prompts):
-        prefix_ids[u, : len(prompt) - 1] = torch.tensor(prompt[:-1], device=device)
-        prefix_mask[u, : len(prompt) - 1] = 1
-    cache = body(input_ids=prefix_ids, attention_mask=prefix_mask, use_cache=True).past_key_values
+    common = _common_prefix_len([p[:-1] for p in prompts]) if len(prompts) > 1 else 0
+    if common < MIN_COMMON_PREFIX:
+        common = 0
+    cache = None
+    if common:
+        head = torch.tensor([prompts[0][:common]], device=device)  # (1, c)
+        cache = body(input_ids=head, use_cache=True).past_key_values
+        cache.batch_select_indices(torch.zeros(len(prompts), dtype=torch.long, device=device))  # (U, ...)
+    if prefix_width > common:
+        rest = prefix_width - common
+        rest_ids = torch.zeros((len(prompts), rest), dtype=torch.long, device=device)
+        rest_mask = torch.zeros((len(prompts), prefix_width), dtype=torch.long, device=device)  # over the cache too
+        for u, prompt in enumerate(prompts):
+            rest_ids[u, : len(prompt) - 1 - common] = torch.tensor(prompt[common:-1], device=device)
+            rest_mask[u, : len(prompt) - 1] = 1
+        positions = (common + torch.arange(rest, device=device)).expand(len(prompts), rest)
+        cache = body(input_ids=rest_ids, attention_mask=rest_mask, position_ids=positions, past_key_values=cache,
+                     use_cache=True).past_key_values
     cache.batch_select_indices(owner)  # (U, ...) -> (B, ...): row i reads its prompt's keys and values
 
     response_len = batch.response_valid.sum(-1).long().tolist()
