@@ -216,7 +216,8 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         f"model.gradient_checkpointing={str(bool(args.gradient_checkpointing)).lower()}", "model.lora.enabled=false",
         "rollout.max_turns=0", f"rollout.max_turn_tokens={args.max_tokens}",
         f"rollout.max_response_tokens={args.max_tokens}",
-        f"rollout.bf16={str(bool(args.bf16)).lower()}", "rollout.temperature=1.0", "rollout.top_p=1.0", "rollout.top_k=0", "rollout.greedy=false",
+        f"rollout.bf16={str(bool(args.bf16)).lower()}", f"rollout.cuda_graphs={str(bool(args.cuda_graphs)).lower()}",
+        "rollout.temperature=1.0", "rollout.top_p=1.0", "rollout.top_k=0", "rollout.greedy=false",
         f"protocol.instruction={json.dumps(INSTRUCTION)}", f"protocol.assistant_prefix={PREFIX}",
         "protocol.use_chat_template=false", "reward.metric=em",
         "algorithm.name=grpo", "algorithm.kl_coef=0", "algorithm.entropy_coef=0",
@@ -429,6 +430,8 @@ def main() -> int:
     parser.add_argument("--json", default=None, help="write the results here")
     parser.add_argument("--from-json", default=None, metavar="PATH",
                         help="print the table of a saved --json file (complete or cut short) and exit")
+    parser.add_argument("--cuda-graphs", action="store_true",
+                        help="searchrl decodes by replaying one CUDA graph per batch (rollout.cuda_graphs=true)")
     parser.add_argument("--breakdown", action="store_true",
                         help="time searchrl's model forwards and sampling inside each rollout (synchronised: adds "
                              "a GPU sync per forward, so such a run's times are a diagnostic, not the benchmark's)")
@@ -472,6 +475,8 @@ def main() -> int:
         worker_args += ["--profile", str(Path(args.profile).resolve())]
     if args.breakdown:
         worker_args.append("--breakdown")
+    if args.cuda_graphs:
+        worker_args.append("--cuda-graphs")
     from searchrl.models import resolve_device
 
     device = resolve_device(args.device, key="--device")

@@ -136,6 +136,29 @@ def test_the_engine_on_cuda_is_token_exact_and_seeded(tiny_on_cuda, bf16):
     assert [t.response_ids for t in again] == [t.response_ids for t in trajs]
 
 
+@pytest.mark.parametrize("bf16", [False, True])
+def test_cuda_graph_decode_matches_the_eager_engine_on_cuda(tiny_on_cuda, bf16):
+    # HFBackend(static_decode=True) on CUDA captures each batch's decode step once and replays it; it must sample
+    # what the eager, shrinking batch samples (same seed), with log-probs within float rounding.
+    from searchrl.data import Question
+    from searchrl.protocol import ProtocolConfig
+    from searchrl.rollout import HFBackend, RolloutConfig, RolloutEngine
+
+    model, tok = tiny_on_cuda
+    questions = [Question("1", "who wrote hamlet", ["Shakespeare"], "nq"),
+                 Question("2", "capital of peru", ["Lima"], "nq")]
+    cfg = RolloutConfig(max_turns=2, max_turn_tokens=10, temperature=0.8, seed=7)
+
+    def run(static: bool) -> list:
+        backend = HFBackend(model, tok, bf16=bf16, static_decode=static)
+        return RolloutEngine(backend, tok, EchoRetriever(), ProtocolConfig(), cfg).run(questions, group_size=2)
+
+    eager, graphed = run(False), run(True)
+    assert [t.response_ids for t in graphed] == [t.response_ids for t in eager]
+    worst = max(abs(a - b) for e, g in zip(eager, graphed) for a, b in zip(e.sampling_logprobs, g.sampling_logprobs))
+    assert worst < (0.05 if bf16 else 1e-4)
+
+
 _DETERMINISTIC_TRAIN = (
     "import sys, torch; torch.use_deterministic_algorithms(True, warn_only=True); "
     "from searchrl.cli import main; sys.exit(main(['train', '--quiet', *sys.argv[1:]]))"

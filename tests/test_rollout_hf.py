@@ -100,6 +100,23 @@ def test_kv_cache_continuation_equals_a_full_re_encode(tiny, kv_bucket, prefill_
             assert abs(float(full[position - 1, token]) - logprob) < 1e-4
 
 
+@pytest.mark.parametrize("greedy", [True, False])
+@pytest.mark.parametrize("kv_bucket", [None, 16])
+def test_static_decode_gives_the_shrinking_batch_tokens_and_logprobs(tiny, greedy, kv_bucket):
+    # The fixed-shape decode step (captured as a CUDA graph on a GPU) runs eagerly on the CPU: every slot in every
+    # step, attention over the whole capacity. It samples its live rows in the shrinking batch's order, so the
+    # same seed draws the same tokens.
+    model, tok = tiny
+    kw = dict(greedy=greedy, seed=4, max_batch_size=3, kv_bucket=kv_bucket)
+    want, want_sampled, want_gens = _run_session(model, tok, _prompts(tok), **kw)
+    got, got_sampled, got_gens = _run_session(model, tok, _prompts(tok), static_decode=True, **kw)
+    assert got == want
+    assert [g.finish for g in got_gens] == [g.finish for g in want_gens]
+    for row_got, row_want in zip(got_sampled, want_sampled):
+        assert [(p, t) for p, t, _ in row_got] == [(p, t) for p, t, _ in row_want]
+        assert max(abs(a[2] - b[2]) for a, b in zip(row_got, row_want)) < 1e-5
+
+
 def test_bf16_sampling_keeps_a_bf16_cache_and_matches_a_bf16_full_forward(tiny):
     # rollout.bf16: forwards under bf16 autocast, the KV cache in bf16, no fp32 weight packing. The cache then
     # rounds keys and values to bf16 where a full forward keeps some in float32, so log-probs agree to bf16's

@@ -191,7 +191,8 @@ class Trainer:
         )
         self.reference = None  # the frozen RL starting point, made by `ensure_reference` when the KL term is on
         self.backend = HFBackend(self.model, tokenizer, max_batch_size=max(cfg.derived.trajectories_per_step, 1),
-                                 bf16=rollout_bf16(cfg, self.device))
+                                 bf16=rollout_bf16(cfg, self.device),
+                                 static_decode=cfg.rollout.cuda_graphs and self.device.type == "cuda")
         self.engine = RolloutEngine(self.backend, tokenizer, self.retriever, cfg.protocol, cfg.rollout)
         self.monitor = CollapseMonitor(cfg.monitor)
         self.val_names = [name for source in self.val_sources for name in _dataset_names(source)]
