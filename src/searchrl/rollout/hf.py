@@ -17,6 +17,8 @@ How the cache is reused (so a turn after an observation never re-encodes the his
   always a contiguous view of the active rows and the total copying per turn is one pass over the cache.
 - The first turn prefills each distinct prompt once (the G samples of a question share it), and the prefix all
   prompts share (the instruction template before `Question:`) once for the whole batch, like vLLM's prefix cache.
+- On a GPU, `static_decode` decodes with fixed shapes instead (`_StaticDecode`: no swap-remove, attention over the
+  whole buffer), so that one captured CUDA graph per batch replays every decode step.
 
 The layers are written through a `DynamicCache` whose layers write into the buffer in place instead of
 concatenating (a concatenating cache copies the whole cache at every decode step). Models whose layers are all
