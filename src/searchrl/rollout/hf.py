@@ -267,6 +267,24 @@ class _StaticDecode:
         return logits
 
 
+def _record_step(rows: Sequence[int], budgets: Sequence[int], tokens: Sequence[int], token_logprobs: Sequence[float],
+                 generated: dict[int, list[int]], logprobs: dict[int, list[float]], results: dict[int, Generation],
+                 checker: StopChecker) -> list[int]:
+    """Append one decode step's token to each live row (`rows[j]` got `tokens[j]`); a row that hit a stop string,
+    EOS or its budget gets its `Generation` in `results`. Returns the indices j of the rows that finished."""
+    finished = []
+    for j, row in enumerate(rows):
+        generated[row].append(tokens[j])
+        logprobs[row].append(token_logprobs[j])
+        finish = checker.check(generated[row])
+        if finish is None and len(generated[row]) >= budgets[j]:
+            finish = FINISH_LENGTH
+        if finish is not None:
+            finished.append(j)
+            results[row] = Generation(generated[row], logprobs[row], finish)
+    return finished
+
+
 class HFBackend:
     """Generation with a transformers causal LM: batched, KV cache kept per sequence across turns.
 
@@ -524,16 +542,8 @@ class HFSession:
                 logits[torch.tensor(order, device=logits.device)])
             tokens, token_logprobs = self._choose(live, slot_rows)
             tokens_list, lp_list = tokens.tolist(), token_logprobs.tolist()
-            finished: list[int] = []
-            for j, row in enumerate(slot_rows):
-                generated[row].append(tokens_list[j])
-                logprobs[row].append(lp_list[j])
-                finish = checker.check(generated[row])
-                if finish is None and len(generated[row]) >= slot_budget[j]:
-                    finish = FINISH_LENGTH
-                if finish is not None:
-                    finished.append(j)
-                    results[row] = Generation(generated[row], logprobs[row], finish)
+            finished = _record_step(slot_rows, slot_budget, tokens_list, lp_list, generated, logprobs, results,
+                                    checker)
             for j in sorted(finished, reverse=True):
                 row = slot_rows[j]
                 self.cached[row] = self._take(buffer, order[j])
@@ -581,16 +591,8 @@ class HFSession:
         while True:
             tokens, token_logprobs = self._choose(logits, slot_rows)  # (m,), (m,)
             tokens_list, lp_list = tokens.tolist(), token_logprobs.tolist()
-            finished: list[int] = []
-            for slot, row in enumerate(slot_rows):
-                generated[row].append(tokens_list[slot])
-                logprobs[row].append(lp_list[slot])
-                finish = checker.check(generated[row])
-                if finish is None and len(generated[row]) >= slot_budget[slot]:
-                    finish = FINISH_LENGTH
-                if finish is not None:
-                    finished.append(slot)
-                    results[row] = Generation(generated[row], logprobs[row], finish)
+            finished = _record_step(slot_rows, slot_budget, tokens_list, lp_list, generated, logprobs, results,
+                                    checker)
             for slot in sorted(finished, reverse=True):
                 row = slot_rows[slot]
                 self.cached[row] = self._take(buffer, slot)
