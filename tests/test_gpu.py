@@ -110,18 +110,24 @@ def test_cached_decoding_on_cuda_equals_a_full_re_encode(tiny_on_cuda):
     assert reference == seqs  # batching and prefill chunking change nothing
 
 
-@pytest.mark.parametrize("bf16", [False, True])
-def test_the_engine_on_cuda_is_token_exact_and_seeded(tiny_on_cuda, bf16):
+def _engine_trajectories(model, tok, **backend_kw) -> list:
+    """Two questions x 2 trajectories, up to 2 turns of 10 tokens sampled at T = 0.8 with seed 7, on the echo
+    retriever, with `HFBackend(model, tok, **backend_kw)`."""
     from searchrl.data import Question
     from searchrl.protocol import ProtocolConfig
     from searchrl.rollout import HFBackend, RolloutConfig, RolloutEngine
 
-    model, tok = tiny_on_cuda
     questions = [Question("1", "who wrote hamlet", ["Shakespeare"], "nq"),
                  Question("2", "capital of peru", ["Lima"], "nq")]
     cfg = RolloutConfig(max_turns=2, max_turn_tokens=10, temperature=0.8, seed=7)
-    engine = RolloutEngine(HFBackend(model, tok, bf16=bf16), tok, EchoRetriever(), ProtocolConfig(), cfg)
-    trajs = engine.run(questions, group_size=2)
+    engine = RolloutEngine(HFBackend(model, tok, **backend_kw), tok, EchoRetriever(), ProtocolConfig(), cfg)
+    return engine.run(questions, group_size=2)
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_the_engine_on_cuda_is_token_exact_and_seeded(tiny_on_cuda, bf16):
+    model, tok = tiny_on_cuda
+    trajs = _engine_trajectories(model, tok, bf16=bf16)
     tolerance = 0.25 if bf16 else 1e-3  # bf16: the cache rounds keys and values (tests/test_rollout_hf.py)
     for traj in trajs:
         assert tok.decode(traj.response_ids) == "".join(
@@ -131,8 +137,7 @@ def test_the_engine_on_cuda_is_token_exact_and_seeded(tiny_on_cuda, bf16):
         for k, (mask, logprob) in enumerate(zip(traj.response_mask, traj.sampling_logprobs)):
             if mask:
                 assert abs(float(full[len(traj.prompt_ids) + k - 1, traj.response_ids[k]]) - logprob) < tolerance
-    again = RolloutEngine(HFBackend(model, tok, bf16=bf16), tok, EchoRetriever(), ProtocolConfig(), cfg).run(
-        questions, 2)
+    again = _engine_trajectories(model, tok, bf16=bf16)
     assert [t.response_ids for t in again] == [t.response_ids for t in trajs]
 
 
@@ -140,20 +145,9 @@ def test_the_engine_on_cuda_is_token_exact_and_seeded(tiny_on_cuda, bf16):
 def test_cuda_graph_decode_matches_the_eager_engine_on_cuda(tiny_on_cuda, bf16):
     # HFBackend(static_decode=True) on CUDA captures each batch's decode step once and replays it; it must sample
     # what the eager, shrinking batch samples (same seed), with log-probs within float rounding.
-    from searchrl.data import Question
-    from searchrl.protocol import ProtocolConfig
-    from searchrl.rollout import HFBackend, RolloutConfig, RolloutEngine
-
     model, tok = tiny_on_cuda
-    questions = [Question("1", "who wrote hamlet", ["Shakespeare"], "nq"),
-                 Question("2", "capital of peru", ["Lima"], "nq")]
-    cfg = RolloutConfig(max_turns=2, max_turn_tokens=10, temperature=0.8, seed=7)
-
-    def run(static: bool) -> list:
-        backend = HFBackend(model, tok, bf16=bf16, static_decode=static)
-        return RolloutEngine(backend, tok, EchoRetriever(), ProtocolConfig(), cfg).run(questions, group_size=2)
-
-    eager, graphed = run(False), run(True)
+    eager = _engine_trajectories(model, tok, bf16=bf16)
+    graphed = _engine_trajectories(model, tok, bf16=bf16, static_decode=True)
     assert [t.response_ids for t in graphed] == [t.response_ids for t in eager]
     worst = max(abs(a - b) for e, g in zip(eager, graphed) for a, b in zip(e.sampling_logprobs, g.sampling_logprobs))
     assert worst < (0.05 if bf16 else 1e-4)

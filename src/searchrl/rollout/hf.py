@@ -181,27 +181,20 @@ class _SlotLayer(DynamicLayer):
         return self.buffer.width(query_length), 0
 
 
-class _StaticSlotLayer(DynamicLayer):
-    """A cache layer for fixed-shape decoding: writes one new key/value per slot at column `col` (a device tensor,
+class _StaticSlotLayer(_SlotLayer):
+    """A `_SlotLayer` for fixed-shape decoding: writes one new key/value per slot at column `col` (a device tensor,
     so a captured graph reads it at replay) and returns the whole buffer; the attention mask hides what is not
     real."""
 
     def __init__(self, buffer: _SlotBuffer, layer: int, col: torch.Tensor):
-        super().__init__()
-        self.buffer, self.layer, self.col = buffer, layer, col
-        self.is_initialized = True
-
-    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        return None
+        super().__init__(buffer, layer)
+        self.col = col
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any):
         keys, values = self.buffer.kv[self.layer, 0], self.buffer.kv[self.layer, 1]  # (M, H, capacity, D)
         keys.index_copy_(2, self.col, key_states.to(keys.dtype))
         values.index_copy_(2, self.col, value_states.to(values.dtype))
         return keys, values
-
-    def get_seq_length(self) -> int:
-        return self.buffer.n
 
 
 class _StaticDecode:
