@@ -430,8 +430,9 @@ def main() -> int:
     parser.add_argument("--json", default=None, help="write the results here")
     parser.add_argument("--from-json", default=None, metavar="PATH",
                         help="print the table of a saved --json file (complete or cut short) and exit")
-    parser.add_argument("--cuda-graphs", action="store_true",
-                        help="searchrl decodes by replaying one CUDA graph per batch (rollout.cuda_graphs=true)")
+    parser.add_argument("--cuda-graphs", type=int, choices=(0, 1), default=1,
+                        help="searchrl decodes by replaying one CUDA graph per batch (rollout.cuda_graphs, default 1); "
+                             "0 times its eager decoding")
     parser.add_argument("--breakdown", action="store_true",
                         help="time searchrl's model forwards and sampling inside each rollout (synchronised: adds "
                              "a GPU sync per forward, so such a run's times are a diagnostic, not the benchmark's)")
@@ -475,8 +476,7 @@ def main() -> int:
         worker_args += ["--profile", str(Path(args.profile).resolve())]
     if args.breakdown:
         worker_args.append("--breakdown")
-    if args.cuda_graphs:
-        worker_args.append("--cuda-graphs")
+    worker_args += ["--cuda-graphs", str(args.cuda_graphs)]
     from searchrl.models import resolve_device
 
     device = resolve_device(args.device, key="--device")

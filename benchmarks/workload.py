@@ -62,7 +62,9 @@ def fix_lengths(model: Any, tokenizer: Any) -> Any:
     on_device: dict[Any, torch.Tensor] = {}
 
     def hook(module: Any, args: Any, logits: torch.Tensor) -> torch.Tensor:
-        mask = on_device.setdefault(logits.device, banned.to(logits.device))
+        mask = on_device.get(logits.device)
+        if mask is None:  # one copy per device, made outside any CUDA graph capture (the warm-up call)
+            mask = on_device[logits.device] = banned.to(logits.device)
         return logits.masked_fill(mask, BANNED_LOGIT)
 
     model.get_output_embeddings().register_forward_hook(hook)

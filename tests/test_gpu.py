@@ -141,16 +141,31 @@ def test_the_engine_on_cuda_is_token_exact_and_seeded(tiny_on_cuda, bf16):
     assert [t.response_ids for t in again] == [t.response_ids for t in trajs]
 
 
-@pytest.mark.parametrize("bf16", [False, True])
-def test_cuda_graph_decode_matches_the_eager_engine_on_cuda(tiny_on_cuda, bf16):
-    # HFBackend(static_decode=True) on CUDA captures each batch's decode step once and replays it; it must sample
-    # what the eager, shrinking batch samples (same seed), with log-probs within float rounding.
+def test_cuda_graph_decode_matches_the_eager_engine_on_cuda(tiny_on_cuda):
+    # HFBackend(static_decode=True) on CUDA captures each batch's decode step once and replays it; in fp32 it must
+    # sample what the eager, shrinking batch samples (same seed), with log-probs within float rounding.
     model, tok = tiny_on_cuda
-    eager = _engine_trajectories(model, tok, bf16=bf16)
-    graphed = _engine_trajectories(model, tok, bf16=bf16, static_decode=True)
+    eager = _engine_trajectories(model, tok)
+    graphed = _engine_trajectories(model, tok, static_decode=True)
     assert [t.response_ids for t in graphed] == [t.response_ids for t in eager]
     worst = max(abs(a - b) for e, g in zip(eager, graphed) for a, b in zip(e.sampling_logprobs, g.sampling_logprobs))
-    assert worst < (0.05 if bf16 else 1e-4)
+    assert worst < 1e-4
+
+
+def test_cuda_graph_decode_in_bf16_is_consistent_and_seeded(tiny_on_cuda):
+    # In bf16 the graph (attention over the whole capacity) and the eager batch round differently, so a sampled token
+    # may differ; what must hold: each sampled log-prob is the model's (a full forward, bf16 tolerance as in
+    # test_the_engine_on_cuda_is_token_exact_and_seeded) and the same seed replays the same tokens.
+    model, tok = tiny_on_cuda
+    graphed = _engine_trajectories(model, tok, bf16=True, static_decode=True)
+    for traj in graphed:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            full = _full_logprobs(model, traj.prompt_ids + traj.response_ids, temperature=0.8)
+        for k, (mask, logprob) in enumerate(zip(traj.response_mask, traj.sampling_logprobs)):
+            if mask:
+                assert abs(float(full[len(traj.prompt_ids) + k - 1, traj.response_ids[k]]) - logprob) < 0.25
+    again = _engine_trajectories(model, tok, bf16=True, static_decode=True)
+    assert [t.response_ids for t in again] == [t.response_ids for t in graphed]
 
 
 _DETERMINISTIC_TRAIN = (

@@ -149,10 +149,11 @@ def _as_sources(sources: Sequence[DataSource | str] | DataSource | str, split: s
 
 
 def _resolve_policy(
-    policy: Any, tokenizer: Any, batch_size: int, device: Any = None
+    policy: Any, tokenizer: Any, batch_size: int, device: Any = None, cuda_graphs: bool = True
 ) -> tuple[GenerationBackend, Any, Any, str]:
     """(backend, tokenizer, model or None, description) from a backend, a model object or a name/path (loaded onto
-    `device`; a model object stays where it is)."""
+    `device`; a model object stays where it is). A model on a CUDA GPU decodes with CUDA graphs if `cuda_graphs`
+    (`RolloutConfig.cuda_graphs`)."""
     if hasattr(policy, "open_session"):
         if tokenizer is None:
             tokenizer = getattr(policy, "tokenizer", None)
@@ -163,13 +164,17 @@ def _resolve_policy(
     # backend must not pay them
     from searchrl.rollout.hf import HFBackend
 
+    def backend_for(model: Any) -> HFBackend:
+        on_cuda = next(model.parameters()).device.type == "cuda"
+        return HFBackend(model, tokenizer, max_batch_size=batch_size, static_decode=cuda_graphs and on_cuda)
+
     if isinstance(policy, (str, Path)):
         model, tokenizer = models.load_policy(policy, device=device)
-        return HFBackend(model, tokenizer, max_batch_size=batch_size), tokenizer, model, str(policy)
+        return backend_for(model), tokenizer, model, str(policy)
     if tokenizer is None:
         raise ConfigError("evaluate(): pass the tokenizer along with the model")
     name = getattr(getattr(policy, "config", None), "_name_or_path", "") or type(policy).__name__
-    return HFBackend(policy, tokenizer, max_batch_size=batch_size), tokenizer, policy, str(name)
+    return backend_for(policy), tokenizer, policy, str(name)
 
 
 def _retriever_for(
@@ -310,7 +315,7 @@ def evaluate(
         dupe = next(n for n in names if names.count(n) > 1)
         raise DataError(f"two data sources give the dataset name {dupe!r}; rename one with NAME=SPEC")
     # The model last: data and retrievers (an unreachable server) fail in seconds, not after loading it.
-    backend, tokenizer, model, policy_name = _resolve_policy(policy, tokenizer, batch_size, device)
+    backend, tokenizer, model, policy_name = _resolve_policy(policy, tokenizer, batch_size, device, rollout.cuda_graphs)
     setup_s = time.perf_counter() - setup_start
 
     watch = Stopwatch()

@@ -97,10 +97,11 @@ class RolloutConfig:
         "under bf16 autocast on an Intel Xeon with avx512_bf16). Evaluation always decodes in float32.",
     )
     cuda_graphs: bool = setting(
-        False,
+        True,
         "on a CUDA GPU, decode each batch by replaying one captured CUDA graph of its decode step (fixed shapes: a "
         "finished row keeps its slot until the batch ends); a small model's GPU decode step is host-bound, and a "
-        "replay skips the host's work. No effect on the CPU.",
+        "replay skips the host's work (docs/benchmarks.md, One GPU). false: eager decoding with a shrinking batch. No "
+        "effect on the CPU.",
     )
     max_query_chars: int = setting(4096, "longer queries are cut (the retrieval server's limit is 4096).", ge=1)
     retrieval_attempts: int = setting(3, "tries of a failing retriever call, with exponential backoff.", ge=1)
