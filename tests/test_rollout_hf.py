@@ -117,6 +117,35 @@ def test_static_decode_gives_the_shrinking_batch_tokens_and_logprobs(tiny, greed
         assert max(abs(a[2] - b[2]) for a, b in zip(row_got, row_want)) < 1e-5
 
 
+def test_a_failed_graph_capture_warns_and_decodes_eagerly(tiny, monkeypatch):
+    # On a GPU a capture can fail for an architecture whose forward a CUDA graph cannot hold; the rollout must warn,
+    # finish the batch with the fixed-shape step run eagerly, and decode later batches the usual way. The capture is
+    # forced here (the CPU never captures) and made to fail.
+    from searchrl.rollout import hf
+
+    model, tok = tiny
+    kw = dict(greedy=False, seed=4, max_batch_size=3)
+    want, _, _ = _run_session(model, tok, _prompts(tok), **kw)
+
+    def failing_capture(self, bf16):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    real_init = hf._StaticDecode.__init__
+    backends = []
+
+    def init_then_capture(self, session, buffer):
+        real_init(self, session, buffer)
+        backends.append(session.backend)
+        self._try_capture(session.backend)
+
+    monkeypatch.setattr(hf._StaticDecode, "_capture", failing_capture)
+    monkeypatch.setattr(hf._StaticDecode, "__init__", init_then_capture)
+    with pytest.warns(RuntimeWarning, match="capturing the decode step failed"):
+        got, _, _ = _run_session(model, tok, _prompts(tok), static_decode=True, **kw)
+    assert got == want
+    assert len(backends) == 1 and not backends[0].static_decode  # one attempt; the later batches decoded eagerly
+
+
 def test_bf16_sampling_keeps_a_bf16_cache_and_matches_a_bf16_full_forward(tiny):
     # rollout.bf16: forwards under bf16 autocast, the KV cache in bf16, no fp32 weight packing. The cache then
     # rounds keys and values to bf16 where a full forward keeps some in float32, so log-probs agree to bf16's

@@ -28,6 +28,7 @@ full attention are supported (llama, qwen2, mistral without a sliding window, ..
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+import warnings
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -220,7 +221,21 @@ class _StaticDecode:
         self.graph: torch.cuda.CUDAGraph | None = None
         self.logits: torch.Tensor | None = None
         if device.type == "cuda":
+            self._try_capture(backend)
+
+    def _try_capture(self, backend: HFBackend) -> None:
+        """Capture the step as a CUDA graph; if that fails (an architecture whose forward a graph cannot hold),
+        warn, decode this batch eagerly and turn `backend.static_decode` off for later batches."""
+        try:
             self._capture(backend.bf16)
+        except Exception as exc:  # noqa: BLE001 - reported, and decoding goes on without the graph
+            self.graph = self.logits = None
+            backend.static_decode = False
+            warnings.warn(
+                f"rollout.cuda_graphs: capturing the decode step failed ({type(exc).__name__}: {exc}); decoding "
+                "eagerly from now on (rollout.cuda_graphs=false skips the attempt)",
+                RuntimeWarning, stacklevel=2,
+            )
 
     def _run(self) -> torch.Tensor:
         out = self.model(input_ids=self.ids, attention_mask=self.mask, position_ids=self.positions,
