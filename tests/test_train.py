@@ -538,7 +538,7 @@ def test_a_common_prompt_prefix_runs_once_with_the_padded_forward_values_and_gra
     model, batch = _grouped_batch(tiny_model, template, rows_kept)
     model = prepare_for_training(model, gradient_checkpointing=False)
     owner, prompts = prompt_owners(batch)
-    assert len(prompts) == 3 and batching._common_prefix_len([p[:-1] for p in prompts]) >= batching.MIN_COMMON_PREFIX
+    assert len(prompts) == 3 and batching.common_prefix_len([p[:-1] for p in prompts]) >= batching.MIN_COMMON_PREFIX
     calls = []
     handle = model.model.register_forward_hook(lambda module, args, out: calls.append(1))
 

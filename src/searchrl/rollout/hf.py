@@ -27,8 +27,8 @@ full attention are supported (llama, qwen2, mistral without a sliding window, ..
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 import warnings
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -44,23 +44,13 @@ from searchrl.rollout.backend import (
     eos_token_ids,
     sample_tokens,
 )
+from searchrl.rollout.types import common_prefix_len
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 _MIN_SHARED_PREFIX = 16  # shorter common prefixes are not worth a separate forward
-
-
-def _common_prefix(sequences: Sequence[Sequence[int]]) -> tuple[int, ...]:
-    """The longest prefix shared by all sequences."""
-    first = sequences[0]
-    n = min(len(s) for s in sequences)
-    for k in range(n):
-        token = first[k]
-        if any(s[k] != token for s in sequences):
-            return tuple(first[:k])
-    return tuple(first[:n])
 
 
 def _onednn_linear(packed: torch.Tensor, bias: torch.Tensor | None):
@@ -504,7 +494,7 @@ class HFSession:
         if not unique:
             return
         prompts = sorted(unique, key=len)
-        shared = _common_prefix(prompts) if len(prompts) > 1 else ()
+        shared = prompts[0][: common_prefix_len(prompts)] if len(prompts) > 1 else ()
         shared_kv = None
         if len(shared) >= _MIN_SHARED_PREFIX:
             buffer = self._new_buffer(1, len(shared))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from searchrl.data.types import Question
@@ -42,3 +43,13 @@ class Trajectory:
     # The engine sets "assistant_prefix" (str), "observations" (one str per turn, "" where none) and, on a
     # retrieval failure, "retrieval_error" (the message); rewards add em, f1, cover_em, format_valid, ...
     extras: dict = field(default_factory=dict)
+
+
+def common_prefix_len(sequences: Sequence[Sequence[int]]) -> int:
+    """How many leading tokens all sequences share (the instruction template of a batch's prompts): the rollout
+    prefills them once, a training forward computes them once."""
+    n = min(len(s) for s in sequences)
+    for k in range(n):
+        if any(s[k] != sequences[0][k] for s in sequences):
+            return k
+    return n

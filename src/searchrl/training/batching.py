@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from searchrl.models import body_and_head, decoder_blocks
-from searchrl.rollout.types import Trajectory
+from searchrl.rollout.types import Trajectory, common_prefix_len
 
 
 @dataclass
@@ -98,15 +98,6 @@ def pad_per_token(values: Sequence[Sequence[float]], T: int) -> torch.Tensor:
 MIN_COMMON_PREFIX = 8
 
 
-def _common_prefix_len(sequences: Sequence[Sequence[int]]) -> int:
-    """How many leading tokens all sequences share."""
-    n = min(len(s) for s in sequences)
-    for k in range(n):
-        if any(s[k] != sequences[0][k] for s in sequences):
-            return k
-    return n
-
-
 def prompt_owners(batch: TokenBatch) -> tuple[torch.Tensor, list[list[int]]] | None:
     """Which distinct prompt each row starts with: (owner index per row (B,), the distinct prompts' ids), or None
     when there is nothing to share (every row has its own prompt and they share fewer than `MIN_COMMON_PREFIX`
@@ -118,7 +109,7 @@ def prompt_owners(batch: TokenBatch) -> tuple[torch.Tensor, list[list[int]]] | N
              for i in range(batch.size)]
     if min(len(p) for p in distinct) < 2:
         return None
-    if len(distinct) == batch.size and _common_prefix_len([p[:-1] for p in distinct]) < MIN_COMMON_PREFIX:
+    if len(distinct) == batch.size and common_prefix_len([p[:-1] for p in distinct]) < MIN_COMMON_PREFIX:
         return None
     return torch.tensor(owner, device=batch.input_ids.device), [list(p) for p in distinct]
 
@@ -137,7 +128,7 @@ def _shared_prompt_forward(body: torch.nn.Module, batch: TokenBatch, owner: torc
     """
     device = batch.input_ids.device
     prefix_width = max(len(p) for p in prompts) - 1
-    common = _common_prefix_len([p[:-1] for p in prompts]) if len(prompts) > 1 else 0
+    common = common_prefix_len([p[:-1] for p in prompts]) if len(prompts) > 1 else 0
     if common < MIN_COMMON_PREFIX:
         common = 0
     cache = None
