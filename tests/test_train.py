@@ -420,6 +420,53 @@ def test_lower_block_cache_gives_the_full_forward_values_and_gradients(tiny_mode
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("rows_kept", [None, [0, 2, 5]], ids=["repeated prompts", "all prompts distinct"])
+def test_lower_block_cache_shares_prompts_with_the_padded_forward_values_and_gradients(tiny_model, rows_kept):
+    """With frozen lower blocks and prompts that share a template (and some repeat): the recording forward and the
+    cached forwards both run the shared-prompt layout (three body forwards, the cached ones from block 1), with
+    the padded full forward's log-probs, entropies and gradients."""
+    from searchrl.training.batching import LowerBlockCache, token_logprobs
+    from searchrl.training.policy import prepare_for_training
+
+    template = "Answer the question. Search with <search>query</search>, then answer with <answer>answer</answer>.\n"
+    model, batch = _grouped_batch(tiny_model, template, rows_kept)
+    model = prepare_for_training(model, gradient_checkpointing=False, train_layers=1)
+    rows = list(range(batch.size))
+
+    def grads() -> list[torch.Tensor]:
+        out = [p.grad.clone() for p in model.parameters() if p.requires_grad]
+        model.zero_grad(set_to_none=True)
+        return out
+
+    plain_lp, plain_ent = token_logprobs(model, batch, with_entropy=True, share_prompts=False)
+    (plain_lp.sum() + 0.1 * plain_ent.sum()).backward()
+    plain_grads = grads()
+
+    cache = LowerBlockCache(model)
+    body_calls, lower_calls = [], []
+    handles = [model.model.register_forward_hook(lambda *a: body_calls.append(1)),
+               model.model.layers[0].register_forward_hook(lambda *a: lower_calls.append(1))]
+    first_lp, first_ent = cache.token_logprobs(rows, batch, with_entropy=True)  # records, sharing the template
+    (first_lp.sum() + 0.1 * first_ent.sum()).backward()
+    first_grads = grads()
+    assert len(body_calls) == 3 and len(lower_calls) == 3 and cache.has(rows)
+    for r in rows:
+        assert cache.states[r].shape == (int(batch.attention_mask[r].sum()), model.config.hidden_size)
+    body_calls.clear(), lower_calls.clear()
+    cached_lp, cached_ent = cache.token_logprobs(rows, batch, with_entropy=True)  # from block 1, sharing again
+    (cached_lp.sum() + 0.1 * cached_ent.sum()).backward()
+    cached_grads = grads()
+    assert len(body_calls) == 3 and lower_calls == []  # the frozen block did not run
+    assert len(model.model.layers) == 2 and [b.self_attn.layer_idx for b in model.model.layers] == [0, 1]
+    for lp, ent, got_grads in ((first_lp, first_ent, first_grads), (cached_lp, cached_ent, cached_grads)):
+        torch.testing.assert_close(lp, plain_lp, rtol=0, atol=1e-5)
+        torch.testing.assert_close(ent, plain_ent, rtol=0, atol=1e-5)
+        for got, want in zip(got_grads, plain_grads):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
+    for handle in handles:
+        handle.remove()
+
+
 def test_training_with_frozen_lower_blocks_matches_the_uncached_run(tiny_model, tmp_path, monkeypatch):
     from searchrl.training import batching
     from searchrl.training.loop import train
@@ -433,8 +480,7 @@ def test_training_with_frozen_lower_blocks_matches_the_uncached_run(tiny_model, 
 
     cached = run("cached")
     monkeypatch.setattr(batching, "frozen_block_count", lambda model: 0)
-    monkeypatch.setattr(batching, "prompt_owners", lambda batch: None)  # the padded forward, as the cache's first
-    uncached = run("uncached")
+    uncached = run("uncached")  # both share the prompts' template: the same shapes, so the same rounding
     assert [r["actor/updates"] for r in cached] == [2, 2]
     for a, b in zip(cached, uncached):
         for key in a:

@@ -17,13 +17,14 @@ distinct prompt once and the rows' responses attend to its keys and values (`_sh
 sums the rows' gradients through the shared part, so values and gradients are those of the padded forward up to
 float rounding. With one group per micro-batch (`train.keep_groups_together`) this removes (G − 1)/G of the prompt
 tokens from every forward and backward. The distinct prompts' common prefix (the instruction template) runs once
-too, so rows that share no prompt still share the template.
+too, so rows that share no prompt still share the template. With frozen lower blocks (`LowerBlockCache`) both
+the recording forward and the later forwards from the first trainable block use this layout.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, fields
 
 import torch
@@ -114,8 +115,15 @@ def prompt_owners(batch: TokenBatch) -> tuple[torch.Tensor, list[list[int]]] | N
     return torch.tensor(owner, device=batch.input_ids.device), [list(p) for p in distinct]
 
 
+def _prefix_layout(prompts: list[list[int]]) -> tuple[int, int]:
+    """(common, prefix_width) of `_shared_prompt_forward`: the leading tokens all distinct prompts share, run once
+    (0 when fewer than `MIN_COMMON_PREFIX`), and the widest prompt less its last token."""
+    common = common_prefix_len([p[:-1] for p in prompts]) if len(prompts) > 1 else 0
+    return (common if common >= MIN_COMMON_PREFIX else 0), max(len(p) for p in prompts) - 1
+
+
 def _shared_prompt_forward(body: torch.nn.Module, batch: TokenBatch, owner: torch.Tensor,
-                           prompts: list[list[int]]) -> torch.Tensor:
+                           prompts: list[list[int]], states: torch.Tensor | None = None) -> torch.Tensor:
     """Hidden states (B, S, H) of each row's last prompt token and response tokens, S = longest response + 1:
     index j predicts response token j.
 
@@ -125,16 +133,30 @@ def _shared_prompt_forward(body: torch.nn.Module, batch: TokenBatch, owner: torc
     P_i − 1, P_i, ... Padding columns are masked out on both sides. When the distinct prompts share at least
     `MIN_COMMON_PREFIX` leading tokens (the instruction template), that prefix runs once in a forward of its own
     and the prompts' remaining tokens attend to its keys and values: three forwards, the same values.
+
+    With `states` (B, L, H), the hidden states entering the body's first block laid out like `batch` (see
+    `LowerBlockCache`), each forward takes its tokens' states instead of their ids: a prompt's from the first row
+    that owns it.
     """
     device = batch.input_ids.device
-    prefix_width = max(len(p) for p in prompts) - 1
-    common = common_prefix_len([p[:-1] for p in prompts]) if len(prompts) > 1 else 0
-    if common < MIN_COMMON_PREFIX:
-        common = 0
+    common, prefix_width = _prefix_layout(prompts)
+    response_len = batch.response_valid.sum(-1).long().tolist()
+    prompt_len = [len(prompts[u]) for u in owner.tolist()]
+    first_row = {u: owner.tolist().index(u) for u in range(len(prompts))}
+
+    def inputs(ids: torch.Tensor, spans: list[tuple[int, int, int]]) -> dict[str, torch.Tensor]:
+        """`input_ids=ids`, or with `states` the same layout of states: spans (batch row, start, length) per row."""
+        if states is None:
+            return {"input_ids": ids}
+        embeds = states.new_zeros((*ids.shape, states.shape[-1]))
+        for k, (row, start, length) in enumerate(spans):
+            embeds[k, :length] = states[row, start : start + length]
+        return {"inputs_embeds": embeds}
+
     cache = None
     if common:
         head = torch.tensor([prompts[0][:common]], device=device)  # (1, c)
-        cache = body(input_ids=head, use_cache=True).past_key_values
+        cache = body(**inputs(head, [(first_row[0], 0, common)]), use_cache=True).past_key_values
         cache.batch_select_indices(torch.zeros(len(prompts), dtype=torch.long, device=device))  # (U, ...)
     if prefix_width > common:
         rest = prefix_width - common
@@ -144,12 +166,11 @@ def _shared_prompt_forward(body: torch.nn.Module, batch: TokenBatch, owner: torc
             rest_ids[u, : len(prompt) - 1 - common] = torch.tensor(prompt[common:-1], device=device)
             rest_mask[u, : len(prompt) - 1] = 1
         positions = (common + torch.arange(rest, device=device)).expand(len(prompts), rest)
-        cache = body(input_ids=rest_ids, attention_mask=rest_mask, position_ids=positions, past_key_values=cache,
-                     use_cache=True).past_key_values
+        spans = [(first_row[u], common, len(p) - 1 - common) for u, p in enumerate(prompts)]
+        cache = body(**inputs(rest_ids, spans), attention_mask=rest_mask, position_ids=positions,
+                     past_key_values=cache, use_cache=True).past_key_values
     cache.batch_select_indices(owner)  # (U, ...) -> (B, ...): row i reads its prompt's keys and values
 
-    response_len = batch.response_valid.sum(-1).long().tolist()
-    prompt_len = [len(prompts[u]) for u in owner.tolist()]
     width = max(response_len) + 1
     suffix_ids = torch.zeros((batch.size, width), dtype=torch.long, device=device)
     mask = torch.zeros((batch.size, prefix_width + width), dtype=torch.long, device=device)
@@ -158,9 +179,30 @@ def _shared_prompt_forward(body: torch.nn.Module, batch: TokenBatch, owner: torc
         mask[i, : P - 1] = 1
         mask[i, prefix_width : prefix_width + R + 1] = 1
     positions = torch.tensor(prompt_len, device=device)[:, None] - 1 + torch.arange(width, device=device)
-    out = body(input_ids=suffix_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+    spans = [(i, P - 1, R + 1) for i, (P, R) in enumerate(zip(prompt_len, response_len))]
+    out = body(**inputs(suffix_ids, spans), attention_mask=mask, position_ids=positions, past_key_values=cache,
                use_cache=True)
     return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+
+
+def _shared_states(outputs: list[torch.Tensor], batch: TokenBatch, owner: torch.Tensor,
+                   prompts: list[list[int]]) -> list[torch.Tensor]:
+    """Each row's hidden states (P + R, H) at one block, reassembled from that block's outputs in the forwards of
+    `_shared_prompt_forward` (in call order: the common prefix if any, the prompts' rest if any, the responses)."""
+    common, prefix_width = _prefix_layout(prompts)
+    head = outputs.pop(0) if common else None  # (1, c, H)
+    rest = outputs.pop(0) if prefix_width > common else None  # (U, rest, H)
+    (suffix,) = outputs  # (B, S, H)
+    response_len = batch.response_valid.sum(-1).long().tolist()
+    rows = []
+    for i, (u, R) in enumerate(zip(owner.tolist(), response_len)):
+        P = len(prompts[u])
+        parts = [head[0, :common]] if head is not None else []
+        if rest is not None:
+            parts.append(rest[u, : P - 1 - common])
+        parts.append(suffix[i, : R + 1])
+        rows.append(torch.cat(parts))
+    return rows
 
 
 def _chunk_logprob_entropy(
@@ -232,13 +274,23 @@ def frozen_block_count(model: torch.nn.Module) -> int:
 
 @contextmanager
 def _blocks_from(body: torch.nn.Module, start: int) -> Iterator[None]:
-    """While open, the body's block list holds blocks [start, depth) only (its forward then starts there)."""
+    """While open, the body's block list holds blocks [start, depth) only (its forward then starts there), and
+    their attention layers write to KV-cache slots 0, 1, ... (a cache's length is read from slot 0)."""
     blocks = decoder_blocks(body)
-    body.layers = torch.nn.ModuleList(list(blocks)[start:])
+    kept = list(blocks)[start:]
+    attentions = [getattr(block, "self_attn", None) for block in kept]
+    slots = [getattr(attn, "layer_idx", None) for attn in attentions]
+    body.layers = torch.nn.ModuleList(kept)
+    for k, attn in enumerate(attentions):
+        if slots[k] is not None:
+            attn.layer_idx = k
     try:
         yield
     finally:
         body.layers = blocks
+        for attn, slot in zip(attentions, slots):
+            if slot is not None:
+                attn.layer_idx = slot
 
 
 class LowerBlockCache:
@@ -250,8 +302,11 @@ class LowerBlockCache:
     first trainable block. In the demo (top 10 of 30 blocks) that skips two thirds of each later forward.
 
     Values are those of the full forward up to float rounding of the padded width (a micro-batch of the same rows
-    gives bitwise the same states). Valid while the frozen weights do not change: make one per step. Disabled
-    (`start == 0`) when nothing is frozen, e.g. under LoRA (adapters in every block).
+    gives bitwise the same states). Prompt sharing applies on both sides: a recording forward in the shared-prompt
+    layout stores each row's states reassembled from its three forwards (`_shared_states`), and a cached forward
+    feeds the same layout the rows' states (`_shared_prompt_forward(states=...)`). Valid while the frozen weights
+    do not change: make one per step. Disabled (`start == 0`) when nothing is frozen, e.g. under LoRA (adapters in
+    every block).
     """
 
     def __init__(self, model: torch.nn.Module, enabled: bool = True):
@@ -279,27 +334,32 @@ class LowerBlockCache:
             yield
             return
         body, _ = body_and_head(self.model)
-        lengths = batch.attention_mask.sum(-1).tolist()
+        outputs: list[torch.Tensor] = []
 
         def hook(module: torch.nn.Module, args: object, output: object) -> None:
-            hidden = output[0] if isinstance(output, tuple) else output
-            for i, r in enumerate(rows):
-                self.states[r] = hidden[i, : int(lengths[i])].detach().clone()
+            outputs.append((output[0] if isinstance(output, tuple) else output).detach())
 
         handle = decoder_blocks(body)[self.start - 1].register_forward_hook(hook)
         try:
             yield
         finally:
             handle.remove()
+        if len(outputs) == 1:  # one padded forward: (B, L, H)
+            lengths = batch.attention_mask.sum(-1).tolist()
+            per_row = [outputs[0][i, : int(lengths[i])] for i in range(len(rows))]
+        else:  # the forwards of `_shared_prompt_forward`
+            per_row = _shared_states(outputs, batch, *prompt_owners(batch))
+        for r, state in zip(rows, per_row):
+            self.states[r] = state.clone()
 
     def token_logprobs(self, rows: Sequence[int], batch: TokenBatch, **kwargs: object) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """`token_logprobs` of rows `rows`: from their cached states when all are cached, else a recording full
-        forward (whose hook needs every position of the row: no prompt sharing then)."""
+        """`token_logprobs` of rows `rows`: from their cached states when all are cached, else a full forward that
+        records them."""
         if self.has(rows):
             return token_logprobs(self.model, batch, lower_states=self.gather(rows, batch), start_block=self.start,
                                   **kwargs)
         with self.record(rows, batch):
-            return token_logprobs(self.model, batch, **kwargs, share_prompts=self.start == 0)
+            return token_logprobs(self.model, batch, **kwargs)
 
 
 def _checkpointing(body: torch.nn.Module) -> bool:
@@ -337,18 +397,20 @@ def token_logprobs(
     body, head = body_and_head(model)
     shared = None
     window = _attention_window(body)
-    if (share_prompts and lower_states is None and not _checkpointing(body) and _is_plain_decoder(body)
+    if (share_prompts and not _checkpointing(body) and _is_plain_decoder(body)
             and (window is None or window >= batch.input_ids.shape[1])):  # the split forward is not windowed
         shared = prompt_owners(batch)
+    blocks = _blocks_from(body, start_block) if lower_states is not None else nullcontext()
     if shared is not None:
-        hidden = _shared_prompt_forward(body, batch, *shared)  # (B, S, H): index j predicts response token j
+        with blocks:
+            hidden = _shared_prompt_forward(body, batch, *shared, states=lower_states)  # (B, S, H): j predicts token j
         predict_pos = torch.arange(batch.response_ids.shape[1], device=hidden.device).expand_as(batch.predict_pos)
     else:
-        if lower_states is not None:
-            with _blocks_from(body, start_block):
+        with blocks:
+            if lower_states is not None:
                 out = body(inputs_embeds=lower_states, attention_mask=batch.attention_mask, use_cache=False)
-        else:
-            out = body(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
+            else:
+                out = body(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
         hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]  # (B, L, H)
         predict_pos = batch.predict_pos
     select = (batch.response_mask if only_masked else batch.response_valid) > 0  # (B, T)
