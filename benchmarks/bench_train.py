@@ -70,7 +70,16 @@ from hostinfo import fmt, host, host_line  # benchmarks/, beside this file
 REPO = Path(__file__).resolve().parents[1]
 from workload import fix_lengths
 
-INSTRUCTION = "Answer the question with <answer>answer</answer>.\nQuestion: {question}\n"
+INSTRUCTIONS = {
+    "short": "Answer the question with <answer>answer</answer>.\nQuestion: {question}\n",  # about 30 prompt tokens
+    "search-r1": None,  # searchrl.protocol.SEARCH_R1_INSTRUCTION (protocol.instruction's default): ~130 tokens
+}
+
+
+def instruction(args: argparse.Namespace) -> str:
+    from searchrl.protocol import SEARCH_R1_INSTRUCTION
+
+    return INSTRUCTIONS[args.instruction] or SEARCH_R1_INSTRUCTION
 PREFIX = "<answer>"
 STOP = "</answer>"
 
@@ -115,7 +124,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         "rollout.max_turns=0", f"rollout.max_turn_tokens={args.max_tokens}", f"rollout.temperature={args.temperature}",
         *(["rollout.bf16=true"] if args.bf16 and not args.searchrl_fp32_rollout else []),  # else: CPU default, fp32
         "rollout.top_p=1.0", "rollout.top_k=0", "rollout.greedy=false",
-        f"protocol.instruction={json.dumps(INSTRUCTION)}", f"protocol.assistant_prefix={PREFIX}",
+        f"protocol.instruction={json.dumps(instruction(args))}", f"protocol.assistant_prefix={PREFIX}",
         "protocol.use_chat_template=false", "reward.metric=em",
         "algorithm.name=grpo", "algorithm.kl_coef=0", "algorithm.entropy_coef=0",
         "val.at_start=false", "val.untrained=false", "val.every=0", "val.max_questions=1", "checkpoint.every=0",
@@ -210,7 +219,7 @@ def worker_trl(args: argparse.Namespace) -> dict:
         from searchrl.training.policy import freeze_below_top_layers
 
         freeze_below_top_layers(model, args.train_layers, "--train-layers")
-    protocol = ProtocolConfig(instruction=INSTRUCTION, use_chat_template=False, assistant_prefix=PREFIX)
+    protocol = ProtocolConfig(instruction=instruction(args), use_chat_template=False, assistant_prefix=PREFIX)
     ordered = [q for batch in _questions(args) for q in batch]
     dataset = Dataset.from_dict({
         "prompt": [prompt_text(q.question, protocol, tokenizer) for q in ordered],
@@ -346,6 +355,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads in each worker")
     parser.add_argument("--train-layers", type=int, default=None,
                         help="both sides train only the top N blocks (searchrl's train.train_layers; default: all)")
+    parser.add_argument("--instruction", choices=tuple(INSTRUCTIONS), default="short",
+                        help="the prompt on both sides: a one-line instruction (default) or Search-R1's, searchrl's "
+                             "default protocol.instruction (about 130 tokens; the reply still opens with <answer>)")
     parser.add_argument("--keep-groups", action="store_true",
                         help="searchrl's mini-batches hold whole groups (train.keep_groups_together; verl's layout), so "
                              "its forwards compute each shared prompt once; the work is the same, TRL is unchanged")
@@ -394,6 +406,7 @@ def main() -> int:
     ]
     worker_args += ["--train-layers", str(args.train_layers)] if args.train_layers is not None else []
     worker_args += ["--same-stop"] if args.same_stop else []
+    worker_args += ["--instruction", args.instruction]
     worker_args += ["--keep-groups"] if args.keep_groups else []
     worker_args += ["--searchrl-fp32-rollout"] if args.searchrl_fp32_rollout else []
     worker_args += ["--unfused-adamw"] if args.unfused_adamw else []
