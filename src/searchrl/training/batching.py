@@ -190,9 +190,10 @@ def _shared_states(outputs: list[torch.Tensor], batch: TokenBatch, owner: torch.
     """Each row's hidden states (P + R, H) at one block, reassembled from that block's outputs in the forwards of
     `_shared_prompt_forward` (in call order: the common prefix if any, the prompts' rest if any, the responses)."""
     common, prefix_width = _prefix_layout(prompts)
-    head = outputs.pop(0) if common else None  # (1, c, H)
-    rest = outputs.pop(0) if prefix_width > common else None  # (U, rest, H)
-    (suffix,) = outputs  # (B, S, H)
+    calls = iter(outputs)
+    head = next(calls) if common else None  # (1, c, H)
+    rest = next(calls) if prefix_width > common else None  # (U, rest, H)
+    (suffix,) = calls  # (B, S, H)
     response_len = batch.response_valid.sum(-1).long().tolist()
     rows = []
     for i, (u, R) in enumerate(zip(owner.tolist(), response_len)):
