@@ -37,7 +37,7 @@ def on_cpu(monkeypatch):
 def _args(model: Path, **extra) -> argparse.Namespace:
     return argparse.Namespace(model_dir=str(model), seed=0, device="cpu", steps=2, batch_size=2, group_size=4,
                               mini_batch_size=4, micro_batch_size=4, lr=1e-6, bf16=0, gradient_checkpointing=1,
-                              max_tokens=12, profile=None, breakdown=False, cuda_graphs=False, **extra)
+                              max_tokens=12, profile=None, breakdown=False, cuda_graphs=0, **extra)
 
 
 def test_the_searchrl_worker_records_the_breakdown_gc_and_profile(narrow_model, on_cpu, tmp_path):

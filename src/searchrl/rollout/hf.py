@@ -478,6 +478,12 @@ class HFSession:
         assert logits is not None
         return logits
 
+    def _keep(self, buffer: _SlotBuffer, slot: int, row: int, length: int, last_token: int) -> None:
+        """A finished row keeps its cache columns (`length` of them) and its last sampled token, not yet encoded."""
+        self.cached[row] = self._take(buffer, slot)
+        self.cached_len[row] = length
+        self.pending[row] = [last_token]
+
     def _take(self, buffer: _SlotBuffer, slot: int) -> torch.Tensor:
         """Copy one slot's real (unmasked) cache columns out of the buffer: (L, 2, H, length, D)."""
         cols = buffer.mask[slot, : buffer.n].nonzero().squeeze(1)
@@ -543,10 +549,7 @@ class HFSession:
             finished = _record_step(slot_rows, slot_budget, tokens_list, lp_list, generated, logprobs, results,
                                     checker)
             for j in sorted(finished, reverse=True):
-                row = slot_rows[j]
-                self.cached[row] = self._take(buffer, order[j])
-                self.cached_len[row] = positions[j]
-                self.pending[row] = [generated[row][-1]]  # sampled but not yet encoded
+                self._keep(buffer, order[j], slot_rows[j], positions[j], generated[slot_rows[j]][-1])
                 last = len(order) - 1
                 if j != last:  # the shrinking batch's swap-remove, on the list only
                     order[j], slot_rows[j], positions[j], slot_budget[j], tokens_list[j] = (
@@ -592,10 +595,7 @@ class HFSession:
             finished = _record_step(slot_rows, slot_budget, tokens_list, lp_list, generated, logprobs, results,
                                     checker)
             for slot in sorted(finished, reverse=True):
-                row = slot_rows[slot]
-                self.cached[row] = self._take(buffer, slot)
-                self.cached_len[row] = positions[slot]
-                self.pending[row] = [generated[row][-1]]  # sampled but not yet encoded
+                self._keep(buffer, slot, slot_rows[slot], positions[slot], generated[slot_rows[slot]][-1])
                 last = buffer.m - 1
                 if slot != last:
                     # Swap-remove: move the last active slot here so active slots stay contiguous.

@@ -141,8 +141,9 @@ def _shared_prompt_forward(body: torch.nn.Module, batch: TokenBatch, owner: torc
     device = batch.input_ids.device
     common, prefix_width = _prefix_layout(prompts)
     response_len = batch.response_valid.sum(-1).long().tolist()
-    prompt_len = [len(prompts[u]) for u in owner.tolist()]
-    first_row = {u: owner.tolist().index(u) for u in range(len(prompts))}
+    owners = owner.tolist()
+    prompt_len = [len(prompts[u]) for u in owners]
+    first_row = {u: owners.index(u) for u in range(len(prompts))}
 
     def inputs(ids: torch.Tensor, spans: list[tuple[int, int, int]]) -> dict[str, torch.Tensor]:
         """`input_ids=ids`, or with `states` the same layout of states: spans (batch row, start, length) per row."""
