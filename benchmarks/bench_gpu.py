@@ -175,7 +175,7 @@ def _time_method(cls: Any, name: str, totals: dict[str, float], key: str) -> Any
 def _questions(args: argparse.Namespace) -> list[list[Any]]:
     """The questions of steps 1..steps, exactly as searchrl's trainer samples them."""
     from searchrl.data import load_source
-    from searchrl.training.trainer import QuestionSampler
+    from searchrl.training.state import QuestionSampler
 
     sampler = QuestionSampler(load_source("world", split="train").questions, args.batch_size, args.seed)
     return [sampler.batch(step) for step in range(1, args.steps + 1)]
@@ -272,9 +272,11 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
                       **dict(parts)})
         return out
 
-    RolloutEngine.run, loop.rl_step = timed_run, timed_step
+    RolloutEngine.run, loop.rl_step = timed_run, timed_step  # fit looks rl_step up in loop's namespace
+    from searchrl.training.run import train
+
     try:
-        loop.train(cfg, console=False)
+        train(cfg, console=False)
     finally:
         shutil.rmtree(run, ignore_errors=True)
         for owner, name, value in originals:

@@ -41,12 +41,12 @@ model, its kernel flags, the thread count and the load.
     .venv/bin/python benchmarks/bench_train.py --same-stop --json /tmp/bench_train.json
 
 `--keep-groups` runs searchrl with `train.keep_groups_together=true` (verl's layout: whole groups per mini-batch),
-so each of its forwards computes a micro-batch's shared prompt once (`batching._shared_prompt_forward`); the tokens
+so each of its forwards computes a micro-batch's shared prompt once (`training/forward.py`); the tokens
 generated and trained and the updates are the same, only which rows share a mini-batch changes. TRL is unchanged.
 
 With `--train-layers N` both sides train only the top N blocks (TRL's model is frozen below them with the same
 helper as searchrl's `train.train_layers`), so the work is the same again; searchrl then also runs the frozen
-blocks once per trajectory and step (`LowerBlockCache`), which TRL has no counterpart for.
+blocks once per trajectory and step (the fast forward, `train.fast_forward`), which TRL has no counterpart for.
 """
 
 from __future__ import annotations
@@ -95,7 +95,11 @@ def _clock() -> tuple[float, float]:
 def _questions(args: argparse.Namespace) -> list[list[Any]]:
     """The questions of steps 1..steps, exactly as searchrl's trainer samples them (seeded epoch permutations)."""
     from searchrl.data import load_source
-    from searchrl.training.trainer import QuestionSampler
+
+    try:
+        from searchrl.training.state import QuestionSampler
+    except ImportError:  # --compare-src: code from before training/state.py
+        from searchrl.training.trainer import QuestionSampler
 
     questions = load_source("world", split="train").questions
     sampler = QuestionSampler(questions, args.batch_size, args.seed)
@@ -126,7 +130,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         "rollout.top_p=1.0", "rollout.top_k=0", "rollout.greedy=false",
         f"protocol.instruction={json.dumps(instruction(args))}", f"protocol.assistant_prefix={PREFIX}",
         "protocol.use_chat_template=false", "reward.metric=em",
-        "algorithm.name=grpo", "algorithm.kl_coef=0", "algorithm.entropy_coef=0",
+        f"algorithm.name={args.algorithm}", "algorithm.kl_coef=0", "algorithm.entropy_coef=0",
         "val.at_start=false", "val.untrained=false", "val.every=0", "val.max_questions=1", "checkpoint.every=0",
         "checkpoint.export_final=false", "log.tensorboard=false", "log.samples_every=0", "log.console=false",
     ]
@@ -155,14 +159,14 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
     if args.unfused_adamw:  # the optimiser searchrl used before this benchmark: the per-tensor AdamW loop
         import torch
 
-        from searchrl.training import policy, trainer
+        from searchrl.training import policy
 
         def make_loop_adamw(model: Any, *, lr: float, weight_decay: float = 0.0, betas: Any = (0.9, 0.999),
                             eps: float = 1e-8) -> torch.optim.AdamW:
             return torch.optim.AdamW(policy.trainable_parameters(model), lr=lr, weight_decay=weight_decay,
                                      betas=betas, eps=eps, foreach=False)
 
-        trainer.make_optimizer = make_loop_adamw  # the name the Trainer calls
+        loop.make_optimizer = make_loop_adamw  # the name loop.build calls
 
     steps: list[dict[str, float]] = []
     rollouts: list[tuple[float, float]] = []
@@ -190,9 +194,13 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         return out
 
     RolloutEngine.run = timed_run
-    loop.rl_step = timed_step
+    loop.rl_step = timed_step  # fit looks rl_step up in loop's namespace
+    try:
+        from searchrl.training.run import train
+    except ImportError:  # --compare-src: code from before training/run.py
+        train = loop.train
     start = time.perf_counter()
-    loop.train(cfg, console=False)
+    train(cfg, console=False)
     rows = read_jsonl(run / "metrics.jsonl")
     shutil.rmtree(run, ignore_errors=True)  # its final checkpoint is about 1 GB: a few rounds would fill /tmp
     assert len(rows) == len(steps) == args.steps, (len(rows), len(steps))
@@ -369,6 +377,10 @@ def main() -> int:
                              "under bf16 autocast: a labelled, unequal-precision measurement")
     parser.add_argument("--unfused-adamw", action="store_true",
                         help="searchrl uses the per-tensor AdamW loop (foreach=False) instead of the fused kernel")
+    parser.add_argument("--algorithm", default="grpo", help="searchrl's algorithm.name (TRL runs GRPO)")
+    parser.add_argument("--algorithms", default=None, metavar="A,B,...",
+                        help="instead of TRL, time searchrl with each of these algorithms (e.g. grpo,sapo,llds), in an "
+                             "order that rotates by round; ratios are against the first")
     parser.add_argument("--only", choices=("searchrl", "trl"), default=None)
     parser.add_argument("--compare-src", default=None, metavar="DIR",
                         help="instead of TRL, time searchrl from another source tree (the src/ folder of another "
@@ -410,6 +422,7 @@ def main() -> int:
     worker_args += ["--keep-groups"] if args.keep_groups else []
     worker_args += ["--searchrl-fp32-rollout"] if args.searchrl_fp32_rollout else []
     worker_args += ["--unfused-adamw"] if args.unfused_adamw else []
+    worker_args += ["--algorithm", args.algorithm]
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads),
            "TOKENIZERS_PARALLELISM": "false"}
     info = host(args.threads)
@@ -421,12 +434,21 @@ def main() -> int:
         names, worker_of[other] = ["searchrl", other], "searchrl"
         envs = {"searchrl": {**env, "PYTHONPATH": str(REPO / "src")},
                 other: {**env, "PYTHONPATH": str(Path(args.compare_src).resolve())}}
+    extra_args = {name: [] for name in names}
+    if args.algorithms:
+        algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+        names = [f"searchrl:{a}" for a in algorithms]
+        worker_of.update({n: "searchrl" for n in names})
+        envs = {n: env for n in names}
+        extra_args = {n: ["--algorithm", a] for n, a in zip(names, algorithms)}
     results: dict[str, list[dict]] = {n: [] for n in names}
     for round_index in range(args.rounds):
-        for name in names if round_index % 2 == 0 else names[::-1]:  # alternate who goes first
+        k = round_index % len(names)
+        order = names[k:] + names[:k] if args.algorithms else (names if round_index % 2 == 0 else names[::-1])
+        for name in order:  # who goes first alternates (rotates) by round
             load_before = os.getloadavg()[0]
             print(f"round {round_index + 1}/{args.rounds}: {name} ({args.steps} steps) ...", file=sys.stderr, flush=True)
-            proc = subprocess.run([sys.executable, __file__, "--worker", worker_of[name], *worker_args],
+            proc = subprocess.run([sys.executable, __file__, "--worker", worker_of[name], *worker_args, *extra_args[name]],
                                   capture_output=True, text=True, env=envs[name])
             line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
             if proc.returncode != 0 or line is None:
@@ -457,17 +479,19 @@ def main() -> int:
               f"{statistics.mean(v['completion_tokens_mean']):>6.1f} "
               f"{max(r['peak_rss_gb'] for r in results[name]):>6.2f}")
     ratios: dict[str, list[float]] = {}
-    if len(results) == 2:
+    med = lambda r, key: statistics.median(s[key] for s in r["steps"][1:])  # noqa: E731
+    if len(results) == 2 and not args.algorithms:
         first, second = names
-
-        def per_round(key: str) -> list[float]:
-            med = lambda r: statistics.median(s[key] for s in r["steps"][1:])  # noqa: E731
-            return [med(a) / med(b) for a, b in zip(results[first], results[second])]
-
-        ratios = {key: per_round(key) for key in ("wall", "rollout_wall", "update_wall")}
+        ratios = {key: [med(a, key) / med(b, key) for a, b in zip(results[first], results[second])]
+                  for key in ("wall", "rollout_wall", "update_wall")}
         print(f"{first} / {second} per round (median [min, max]): " + ", ".join(
             f"{k} {fmt(v, '.2f', 'x')}" for k, v in ratios.items())
             + ("" if args.compare_src else "  (target: step <= 0.5x)"))
+    if args.algorithms:
+        base = names[0]
+        for name in names[1:]:
+            ratios[name] = [med(a, "wall") / med(b, "wall") for a, b in zip(results[name], results[base])]
+            print(f"{name} / {base} step per round (median [min, max]): {fmt(ratios[name], '.3f', 'x')}")
     if args.json:
         path = Path(args.json)
         tmp = path.with_name(f".{path.name}.tmp")

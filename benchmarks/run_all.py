@@ -3,12 +3,11 @@ one summary table (each headline as median [min, max] over its rounds, the targe
 
     .venv/bin/python benchmarks/run_all.py                 # all of them
     .venv/bin/python benchmarks/run_all.py --only rollout,train --json /tmp/bench.json
-    .venv/bin/python benchmarks/run_all.py --keep docs/bench-runs/DATE   # keep each benchmark's JSON
+    .venv/bin/python benchmarks/run_all.py --keep results/benchmarks/NAME   # keep each benchmark's JSON
 
 The sizes here are smaller than each benchmark's defaults; a benchmark that fails is reported as failed and the
-others still run. bench_gpu.py runs only where torch sees a CUDA GPU. `lower_blocks` (a report, no target; about
-18 minutes on its own) runs only when named in --only. Measured on a quiet 2-core Intel Xeon: losses 6 s,
-retrieval 36 s, rollout 3 min, train 8 min, eval 39 s: about 13 minutes in all.
+others still run. bench_gpu.py runs only where torch sees a CUDA GPU. `algorithms` (SAPO's and LLDS's RL step
+against GRPO's, target within 3%; about 12 minutes on its own) runs only when named in --only.
 """
 
 from __future__ import annotations
@@ -33,18 +32,6 @@ Row = tuple[str, str, str, str]  # (what, measured, target, met)
 
 def _met(ok: bool | None) -> str:
     return "report" if ok is None else ("yes" if ok else "NO")
-
-
-def losses_rows(d: dict) -> list[Row]:
-    out = []
-    for name, target in (("Objective sapo", 1.10), ("Objective llds (action gate)", 1.10)):
-        r = d["variants"][name]["paired_ratio"]
-        out.append((f"{name.split()[1]} penalty over PPO-clip, loss call (CPU time)",
-                    f"{r['median']:.2f}x [{r['p5']:.2f}, {r['p95']:.2f}] (5-95%)", f"<= {target:.2f}x",
-                    _met(r["median"] <= target)))
-    ms = d["variants"]["calibadv_advantages 512×2048"]["wall_ms_median"]
-    out.append(("calibadv_advantages at 512 x 2048", f"{ms:.1f} ms", "< 50 ms", _met(ms < 50)))
-    return out
 
 
 def retrieval_rows(d: dict) -> list[Row]:
@@ -81,9 +68,10 @@ def eval_rows(d: dict) -> list[Row]:
              _met(d["retrieval_and_bookkeeping_share"] < 0.10))]
 
 
-def lower_blocks_rows(d: dict) -> list[Row]:
-    return [("RL step with / without the lower-block cache (demo)", fmt(d["step_ratio_by_round"], ".2f", "x"),
-             "report", "report" if d["same"] else "NO (results differ)")]
+def algorithms_rows(d: dict) -> list[Row]:
+    return [(f"RL step, {name.split(':')[1]} / grpo (same work)", fmt(ratios, ".3f", "x"), "<= 1.03x",
+             _met(statistics.median(ratios) <= 1.03))
+            for name, ratios in d["ratios_by_round"].items()]
 
 
 def gpu_rows(d: dict) -> list[Row]:
@@ -97,7 +85,6 @@ def gpu_rows(d: dict) -> list[Row]:
 
 # name -> (script, arguments at the make-bench size, the flag that takes the JSON path, summary rows)
 BENCHMARKS: dict[str, tuple[str, list[str], str, Callable[[dict], list[Row]]]] = {
-    "losses": ("bench_losses.py", ["--repeats", "20"], "--json", losses_rows),
     "retrieval": ("bench_retrieval.py", ["--docs", "20000", "--queries", "500", "--repeats", "3",
                                          "--rank-bm25-queries", "20", "--dense-docs", "32"], "--out", retrieval_rows),
     "rollout": ("bench_rollout.py", ["--questions", "4", "--group", "2", "--turn-tokens", "64", "--rounds", "3"],
@@ -106,11 +93,12 @@ BENCHMARKS: dict[str, tuple[str, list[str], str, Callable[[dict], list[Row]]]] =
                                  "--micro-batch-size", "8", "--steps", "3", "--rounds", "3", "--keep-groups"],
               "--json", train_rows),
     "eval": ("bench_eval.py", ["--questions", "32", "--threads", "1"], "--json", eval_rows),
-    "lower_blocks": ("bench_lower_blocks.py", ["--steps", "3", "--rounds", "2", "--threads", "1"], "--json",
-                     lower_blocks_rows),
+    "algorithms": ("bench_train.py", ["--batch-size", "4", "--group-size", "4", "--mini-batch-size", "8",
+                                      "--micro-batch-size", "8", "--steps", "3", "--rounds", "3",
+                                      "--algorithms", "grpo,sapo,llds"], "--json", algorithms_rows),
     "gpu": ("bench_gpu.py", ["--rounds", "3"], "--json", gpu_rows),
 }
-OPT_IN = {"lower_blocks"}  # too long for the 15-minute run; `--only lower_blocks` runs it
+OPT_IN = {"algorithms"}  # too long for the 15-minute run; `--only algorithms` runs it
 
 
 def has_cuda() -> bool:

@@ -49,7 +49,7 @@ def fix_lengths(model: Any, tokenizer: Any) -> Any:
     runs to its budget, whatever the weights. Returns `model`.
 
     The hook acts wherever the head module is called: in both sides' sampling and in TRL's log-prob forwards.
-    searchrl's training forward multiplies by the head's weight itself (`training.batching.token_logprobs`), so
+    searchrl's training forward multiplies by the head's weight itself (`training.forward`), so
     its log-probs are of the unmasked distribution: the same shapes and work except the mask itself (one
     elementwise pass over the completion logits, which only TRL's training pays)."""
     vocab = model.get_output_embeddings().weight.shape[0]

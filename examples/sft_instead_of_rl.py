@@ -32,7 +32,7 @@ def main() -> None:
     from searchrl.training.config import load_config
     from searchrl.training.policy import prepare_for_training
     from searchrl.training.sft import oracle_trajectories, run_sft
-    from searchrl.training.trainer import build_retriever, test_sources
+    from searchrl.training.state import build_retriever, test_sources
 
     run = Path(args.run)
     cfg = load_config(run / "config.yaml", ["sft.max_examples=null", "sft.holdout=16", f"sft.epochs={args.epochs}"])

@@ -28,17 +28,17 @@ def measure(n: int, overrides: list[str], config: str = "demo") -> dict:
     from searchrl.models import load_policy
     from searchrl.training.config import load_config
     from searchrl.training.policy import prepare_for_training
-    from searchrl.training.sft import oracle_trajectories, run_sft
-    from searchrl.training.trainer import build_retriever, validation_sources
+    from searchrl.training.sft import examples_needed, oracle_trajectories, run_sft
+    from searchrl.training.state import build_retriever, validation_sources
 
-    cfg = load_config(config, [*overrides, "sft.max_examples=%d" % (n + 16), "sft.holdout=16"])
+    cfg = load_config(config, [*overrides, f"sft.max_examples={n}", "sft.holdout=16"])
     began = time.perf_counter()
     source = load_source(cfg.data.train, split=cfg.data.train_split)
     model, tokenizer = load_policy(cfg.model.name)
     model = prepare_for_training(model, lora=cfg.model.lora, gradient_checkpointing=cfg.model.gradient_checkpointing,
                                  seed=cfg.seed, train_layers=cfg.sft.train_layers, key="sft.train_layers")
     retriever = build_retriever(cfg, source)
-    data = oracle_trajectories(source, tokenizer, retriever, cfg.protocol, cfg.rollout, limit=cfg.sft.max_examples,
+    data = oracle_trajectories(source, tokenizer, retriever, cfg.protocol, cfg.rollout, limit=examples_needed(cfg.sft),
                                think=cfg.sft.oracle_think).trajectories
     result = run_sft(model, data, cfg.sft, pad_id=int(tokenizer.pad_token_id), seed=cfg.seed, bf16=cfg.train.bf16,
                      chunk_size=cfg.train.logprob_chunk_size, max_grad_norm=cfg.train.max_grad_norm)

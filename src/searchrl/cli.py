@@ -18,9 +18,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("searchrl.training.cli_train", "train a search agent with RL (no arguments: the embedded demo)"),
     "sft": ("searchrl.training.cli_sft", "supervised warm start on oracle or collected trajectories"),
     "eval": ("searchrl.evaluation.cli", "evaluate an agent on QA benchmarks (EM, F1, bootstrap CIs)"),
-    "decisions": ("searchrl.training.cli_decisions", "does a model know when to search again? compare models on it"),
-    "compare": ("searchrl.training.cli_compare", "run several algorithms side by side and write a report"),
-    "report": ("searchrl.training.cli_report", "write an HTML report with figures for run folders"),
+    "decisions": ("searchrl.analysis.cli_decisions", "does a model know when to search again? compare models on it"),
+    "compare": ("searchrl.analysis.cli_compare", "run several algorithms side by side and write a report"),
+    "report": ("searchrl.analysis.cli_report", "write an HTML report with figures for run folders"),
     "index": ("searchrl.retrieval.cli_index", "build a BM25, dense or hybrid index over a corpus"),
     "serve": ("searchrl.retrieval.cli_serve", "serve an index over HTTP with Search-R1's /retrieve API"),
     "data": ("searchrl.data.cli", "data utilities: generate the synthetic world"),
@@ -60,9 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     except SearchRLError as exc:
         print(f"searchrl {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"searchrl {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or a run stopped by SIGTERM (after its checkpoint): 128 + signal
+        signum = getattr(exc, "signum", 2)
+        print(f"searchrl {args.command}: interrupted ({'SIGTERM' if signum == 15 else 'SIGINT'})", file=sys.stderr)
+        return 128 + signum
 
 
 if __name__ == "__main__":

@@ -239,3 +239,42 @@ def encode_observation(
     if len(ids) <= max_tokens:
         return ids, text, True
     return [], "", True
+
+
+_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def extract_answer(response_text: str) -> str | None:
+    """The stripped content of the last `<answer>…</answer>` in the response text, or None.
+
+    Pass the response only (the model's text, with the assistant prefix), never the prompt."""
+    matches = _ANSWER_RE.findall(response_text)
+    return matches[-1].strip() if matches else None
+
+
+def answer_span_positions(response_ids: Sequence[int], response_mask: Sequence[int], decode: Any) -> list[int]:
+    """Response positions of the tokens that spell the last `<answer>…</answer>` of the last model turn (the
+    span LLDS-MA weights). `decode` turns token ids into text (the tokenizer's `decode`)."""
+    runs: list[list[int]] = []
+    for j, m in enumerate(response_mask):
+        if m:
+            if runs and runs[-1][-1] == j - 1:
+                runs[-1].append(j)
+            else:
+                runs.append([j])
+    if not runs:
+        return []
+    positions = runs[-1]
+    ids = [response_ids[j] for j in positions]
+    text = decode(ids)
+    begin = text.rfind("<answer>")
+    if begin < 0:
+        return []
+    end = text.find("</answer>", begin)
+    end = len(text) if end < 0 else end + len("</answer>")
+    out = []
+    for k in range(len(ids)):  # token k covers characters [len(decode(ids[:k])), len(decode(ids[:k+1])))
+        lo, hi = len(decode(ids[:k])), len(decode(ids[: k + 1]))
+        if hi > begin and lo < end:
+            out.append(positions[k])
+    return out

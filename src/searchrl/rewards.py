@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from searchrl.errors import SettingError
+from searchrl.protocol import extract_answer
 from searchrl.settings import build, check, setting
 
 if TYPE_CHECKING:
     from searchrl.rollout.types import Trajectory
 
 METRICS = ("em", "f1")
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _TAG_RE = re.compile(r"(</?(?:think|search|information|answer)>)")
 _PUNCTUATION = frozenset(string.punctuation)
 _YES_NO = ("yes", "no", "noanswer")
@@ -86,14 +86,6 @@ def f1(prediction: str, golds: str | Iterable[str]) -> float:
         recall = num_same / len(gold_norm.split())
         best = max(best, 2 * precision * recall / (precision + recall))
     return best
-
-
-def extract_answer(response_text: str) -> str | None:
-    """The stripped content of the last `<answer>…</answer>` in the response text, or None.
-
-    Pass the response only (the model's text, with the assistant prefix), never the prompt."""
-    matches = _ANSWER_RE.findall(response_text)
-    return matches[-1].strip() if matches else None
 
 
 # Transitions of the format automaton: (state, tag) -> next state. Text outside tags must be whitespace.
@@ -266,3 +258,133 @@ def score_trajectory(traj: Trajectory, cfg: RewardConfig) -> float:
 def score_trajectories(trajectories: Iterable[Trajectory], cfg: RewardConfig) -> list[float]:
     """`score_trajectory` over a batch; returns the rewards in order."""
     return [score_trajectory(t, cfg) for t in trajectories]
+
+
+# ---------------------------------------------------------------------------------------------- step rewards
+# CalibAdv's intermediate-step correctness: a score c in [0, 1] for each search turn (arXiv 2604.18235), which its
+# advantage estimator (searchrl.algorithms.calibadv) uses to penalise the search turns of wrong answers less.
+
+
+def word_levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
+    """Edit distance between two word lists (insert, delete, substitute; each cost 1)."""
+    if len(a) < len(b):
+        a, b = b, a
+    previous = list(range(len(b) + 1))
+    for i, word_a in enumerate(a, start=1):
+        current = [i]
+        for j, word_b in enumerate(b, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (word_a != word_b)))
+        previous = current
+    return previous[-1]
+
+
+def word_edit_similarity(text_a: str, text_b: str) -> float:
+    """1 − Levenshtein(words_a, words_b) / max(|words_a|, |words_b|); 0.0 when both are empty.
+
+    Words are whitespace-split. Source: wujwyi/CalibAdv@6ae1c4e: verl/trainer/main_ppo_format.py
+    ``word_edit_similarity`` (python-Levenshtein over word lists; two empty texts score 0, not 1).
+    """
+    words_a, words_b = text_a.split(), text_b.split()
+    longest = max(len(words_a), len(words_b))
+    if longest == 0:
+        return 0.0
+    return 1.0 - word_levenshtein(words_a, words_b) / longest
+
+
+def silver_turn_scores(
+    turn_doc_ids: Sequence[Sequence[Sequence[str]]],
+    turn_thinks: Sequence[Sequence[str]],
+    f1_rewards: Sequence[float],
+    format_valid: Sequence[bool],
+    *,
+    f1_threshold: float = 0.7,
+    think_similarity: float = 0.5,
+    max_shared_docs: int = 1,
+) -> list[list[float]]:
+    """CalibAdv per-search-turn correctness scores c_{i,t} for ONE group (the G rollouts of one question).
+
+    Inputs, per rollout i: ``turn_doc_ids[i][t]`` the document ids retrieved by search turn t, ``turn_thinks[i][t]``
+    the think text of that turn, ``f1_rewards[i]`` and ``format_valid[i]``. Returns, per rollout, the list of c
+    for its search turns, or ``[]`` when the rollout gets no scores (invalid format, or no silver set).
+
+    1. Correct set C = {i : format_valid_i ∧ F1_i ≥ ``f1_threshold``}; if empty, every rollout gets ``[]``.
+       R* = max_{i∈C} F1_i; silver set S = ∪ of all documents of the rollouts in C with F1 = R* (ties pooled).
+    2. For every format-valid rollout and each search turn t:
+       h = #{d ∈ D_t : d ∈ S and d not retrieved earlier in this rollout (earlier turns, or earlier in D_t)};
+       h = 0 if word_edit_similarity(think_t, think_s) > ``think_similarity`` for any earlier turn s;
+       h = 0 if |set(D_t) ∩ set(D_s)| > ``max_shared_docs`` for any earlier turn s;
+       c_t = h / |D_t| if h > 0 else 0.0.
+
+    Source: wujwyi/CalibAdv@6ae1c4e: verl/trainer/main_ppo_format.py ``RewardManager.__call__`` (silver set and
+    ``query_score_calculator="old"``). Differs from the official code in: "no credit" is returned as 0.0; the
+    official code stores 1e-6 (both mean no soft penalty, since only c > 1e-6 counts).
+    """
+    n = len(f1_rewards)
+    if not (len(turn_doc_ids) == len(turn_thinks) == len(format_valid) == n):
+        raise ValueError(
+            "silver_turn_scores needs one entry per rollout in each argument; got "
+            f"turn_doc_ids={len(turn_doc_ids)}, turn_thinks={len(turn_thinks)}, f1_rewards={n}, "
+            f"format_valid={len(format_valid)}"
+        )
+    for i in range(n):
+        if len(turn_doc_ids[i]) != len(turn_thinks[i]):
+            raise ValueError(
+                f"rollout {i}: {len(turn_doc_ids[i])} document lists but {len(turn_thinks[i])} think texts; "
+                "give one of each per search turn"
+            )
+    correct = [i for i in range(n) if format_valid[i] and f1_rewards[i] >= f1_threshold]
+    if not correct:
+        return [[] for _ in range(n)]
+    best = max(f1_rewards[i] for i in correct)
+    silver = {doc for i in correct if f1_rewards[i] == best for docs in turn_doc_ids[i] for doc in docs}
+
+    scores: list[list[float]] = []
+    for i in range(n):
+        if not format_valid[i]:
+            scores.append([])
+            continue
+        seen: set[str] = set()
+        earlier_thinks: list[str] = []
+        earlier_docs: list[set[str]] = []
+        row: list[float] = []
+        for docs, think in zip(turn_doc_ids[i], turn_thinks[i]):
+            hits = 0
+            for doc in docs:
+                if doc in silver and doc not in seen:
+                    hits += 1
+                seen.add(doc)
+            if any(word_edit_similarity(think, prev) > think_similarity for prev in earlier_thinks):
+                hits = 0
+            doc_set = set(docs)
+            if any(len(doc_set & prev) > max_shared_docs for prev in earlier_docs):
+                hits = 0
+            row.append(hits / len(docs) if hits > 0 else 0.0)
+            earlier_thinks.append(think)
+            earlier_docs.append(doc_set)
+        scores.append(row)
+    return scores
+
+
+def rows_by_group(group_ids: Sequence[str]) -> list[list[int]]:
+    """The row indices of each group, groups in order of first appearance."""
+    groups: dict[str, list[int]] = {}
+    for row, gid in enumerate(group_ids):
+        groups.setdefault(gid, []).append(row)
+    return list(groups.values())
+
+
+def turn_scores_by_group(trajectories: Sequence[Trajectory], group_ids: Sequence[str]) -> list[list[float]]:
+    """CalibAdv's per-search-turn correctness scores, computed group by group (`silver_turn_scores`)."""
+    scores: list[list[float]] = [[] for _ in trajectories]
+    for rows in rows_by_group(group_ids):
+        members = [trajectories[i] for i in rows]
+        searches = [[turn for turn in tr.turns if turn.query is not None] for tr in members]
+        group_scores = silver_turn_scores(
+            [[turn.doc_ids for turn in s] for s in searches],
+            [[turn.think for turn in s] for s in searches],
+            [float(tr.extras.get("f1", 0.0)) for tr in members],
+            [bool(tr.extras.get("format_valid", False)) for tr in members],
+        )
+        for i, row_scores in zip(rows, group_scores):
+            scores[i] = list(row_scores)
+    return scores

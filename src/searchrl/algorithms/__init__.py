@@ -1,8 +1,9 @@
 """searchrl.algorithms — the policy-optimisation math: advantages, policy losses, penalties, KL, entropy.
 
-Pure functions over torch tensors (no model, no I/O), two registries (policy-loss terms and advantage
-estimators) and the table of named algorithms (``grpo``, ``dr_grpo``, ``dapo``, ``gspo``, ``sapo``, ``llds``,
-``calibadv``). The trainer and the verl plugin use :func:`build_objective` and the :class:`Objective` it returns;
+Pure functions over torch tensors (no model, no I/O), each registered where it is written with its params
+dataclass beside it: policy-loss terms in ``losses.py``, advantage estimators in ``advantages.py``; the table of
+named algorithms (``grpo``, ``dr_grpo``, ``dapo``, ``gspo``, ``sapo``, ``llds``, ``calibadv``, ...) in
+``objective.py``. The trainer and the verl plugin use :func:`build_objective` and the :class:`Objective` it returns;
 no module outside this package compares an algorithm's name.
 
 Masks: 1 = model-generated token, 0 = retrieved observation or padding.
@@ -10,28 +11,23 @@ Masks: 1 = model-generated token, 0 = retrieved observation or padding.
 
 from __future__ import annotations
 
-from searchrl.algorithms import builtin as _builtin  # registers the built-in components
 from searchrl.algorithms.advantages import (
-    calibadv_advantages,
-    grpo_advantages,
-    silver_turn_scores,
-    word_edit_similarity,
-    word_levenshtein,
-)
-from searchrl.algorithms.builtin import (
     CalibAdvParams,
     GRPOParams,
-    GSPOParams,
-    LLDSParams,
-    PPOClipParams,
-    SAPOParams,
+    calibadv,
+    dr_grpo,
+    grpo,
+    grpo_advantages,
 )
 from searchrl.algorithms.losses import (
     BASE_METRIC_KEYS,
     KL_KINDS,
     LLDS_GATES,
     PENALTY_NORMALIZATIONS,
-    Term,
+    GSPOParams,
+    LLDSParams,
+    PPOClipParams,
+    SAPOParams,
     entropy_from_logits,
     gspo,
     importance_ratio,
@@ -45,6 +41,7 @@ from searchrl.algorithms.losses import (
 from searchrl.algorithms.masks import AGGREGATION_MODES, aggregate, group_index, turn_ids
 from searchrl.algorithms.objective import (
     AlgorithmSpec,
+    Loss,
     Objective,
     ObjectiveSettings,
     algorithm_names,
@@ -57,26 +54,21 @@ from searchrl.algorithms.objective import (
 from searchrl.algorithms.registry import (
     REQUIREMENTS,
     ROLES,
-    AdvantageBatch,
     AdvantageEstimatorEntry,
-    NoParams,
-    PolicyBatch,
     PolicyLossEntry,
     UnknownNameError,
     advantage_estimator_names,
     get_advantage_estimator,
     get_policy_loss,
+    mark_builtins,
     policy_loss_names,
     register_advantage_estimator,
     register_policy_loss,
     unregister,
 )
+from searchrl.algorithms.types import AdvantageBatch, NoParams, PolicyBatch, Term
 
-# The names earlier docs gave `searchrl.settings.setting` and `check`, kept for params classes written with them.
-from searchrl.settings import check as check_params
-from searchrl.settings import setting as knob
-
-del _builtin
+mark_builtins()  # everything registered by the imports above is built in (cannot be unregistered)
 
 __all__ = [
     "AGGREGATION_MODES",
@@ -93,6 +85,7 @@ __all__ = [
     "GRPOParams",
     "GSPOParams",
     "LLDSParams",
+    "Loss",
     "NoParams",
     "Objective",
     "ObjectiveSettings",
@@ -106,19 +99,19 @@ __all__ = [
     "aggregate",
     "algorithm_names",
     "build_objective",
-    "calibadv_advantages",
-    "check_params",
+    "calibadv",
     "default_algorithm_config",
     "describe_algorithms",
+    "dr_grpo",
     "entropy_from_logits",
     "get_advantage_estimator",
     "get_policy_loss",
+    "group_index",
+    "grpo",
     "grpo_advantages",
     "gspo",
-    "group_index",
     "importance_ratio",
     "kl_penalty",
-    "knob",
     "likelihood_decrease_gate",
     "llds",
     "log_ratio",
@@ -129,9 +122,6 @@ __all__ = [
     "register_algorithm",
     "register_policy_loss",
     "sapo",
-    "silver_turn_scores",
     "turn_ids",
     "unregister",
-    "word_edit_similarity",
-    "word_levenshtein",
 ]

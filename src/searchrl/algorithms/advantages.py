@@ -1,16 +1,23 @@
-"""Advantage estimators: GRPO (and Dr.GRPO), CalibAdv, and CalibAdv's silver-document turn scores.
+"""Advantage estimators: GRPO (and Dr.GRPO) and CalibAdv (its per-turn scores c come from
+`searchrl.rewards.silver_turn_scores`).
 
-Pure functions over tensors and plain Python values; no model, no I/O.
+Pure functions over tensors and plain Python values; no model, no I/O. Each estimator is registered as it is
+written, ``fn(batch: AdvantageBatch, params) -> Tensor (B, T)``, its params declared beside it;
+:func:`grpo_advantages` is the one group normalisation they share.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from searchrl.algorithms.masks import expand_runs, group_index, run_layout, run_sums
+from searchrl.algorithms.registry import register_advantage_estimator
+from searchrl.algorithms.types import AdvantageBatch, NoParams
+from searchrl.settings import check, setting
 
 # CalibAdv stores "no credit" as 1e-6 and treats anything at or below it as no credit.
 NO_CREDIT = 1e-6
@@ -70,6 +77,39 @@ def grpo_advantages(
     return centred.to(r.dtype)
 
 
+# ---------------------------------------------------------------------------------------------- GRPO, Dr.GRPO
+
+
+def _broadcast(seq: Tensor, batch: AdvantageBatch) -> Tensor:
+    mask = batch.response_mask
+    return seq.to(mask.device)[:, None] * mask.to(seq.dtype)  # (B, T)
+
+
+@dataclass(frozen=True)
+class GRPOParams:
+    """GRPO advantage: (R − mean_g) / (std_g + eps)."""
+
+    eps: float = setting(1e-6, help="added to the group std", gt=0.0)
+
+    def __post_init__(self) -> None:
+        check(self)
+
+
+@register_advantage_estimator("grpo", params=GRPOParams)
+def grpo(batch: AdvantageBatch, params: GRPOParams) -> Tensor:
+    """GRPO: :func:`grpo_advantages` (Â_i, one per trajectory) on every sampled token of trajectory i: (B, T)."""
+    return _broadcast(grpo_advantages(batch.rewards, batch.group_ids, eps=params.eps), batch)
+
+
+@register_advantage_estimator("dr_grpo", params=NoParams)
+def dr_grpo(batch: AdvantageBatch, params: NoParams) -> Tensor:
+    """Dr.GRPO: Â_i = R_i − mean_g(R), no std normalisation (arXiv 2503.20783 §3.2), on every sampled token: (B, T)."""
+    return _broadcast(grpo_advantages(batch.rewards, batch.group_ids, norm_by_std=False), batch)
+
+
+# ---------------------------------------------------------------------------------------------- CalibAdv
+
+
 def _turn_score_table(
     turn_scores: Sequence[Sequence[float]] | Tensor, n_runs: Tensor, width: int
 ) -> Tensor:
@@ -113,15 +153,19 @@ def _turn_score_table(
     return table
 
 
-def calibadv_advantages(
-    rewards: Tensor | Sequence[float],
-    group_ids: Sequence[Hashable],
-    response_mask: Tensor,
-    turn_scores: Sequence[Sequence[float]] | Tensor | None,
-    *,
-    rebalance_ratio: float = 1.0,
-    eps: float = 1e-6,
-) -> Tensor:
+@dataclass(frozen=True)
+class CalibAdvParams:
+    """CalibAdv: rebalance ratio λ = 1.0 (official train_grpo.sh ``target_ratio``)."""
+
+    rebalance_ratio: float = setting(1.0, help="λ: positive final-turn sum = negative sum / λ, per group", gt=0.0)
+    eps: float = setting(1e-6, help="added to the group std of the GRPO step", gt=0.0)
+
+    def __post_init__(self) -> None:
+        check(self)
+
+
+@register_advantage_estimator("calibadv", params=CalibAdvParams, requires=("turn_scores",))
+def calibadv(batch: AdvantageBatch, params: CalibAdvParams) -> Tensor:
     """CalibAdv per-token advantages: GRPO, soft penalty on search turns, in-group final-turn rebalance. (B, T).
 
     differs from GRPO in: (1) negative trajectories' search turns credited with silver documents are penalised
@@ -138,8 +182,8 @@ def calibadv_advantages(
        N_g = 0, every final-turn advantage of the group becomes 0. Negative final-turn advantages, and positive
        ones on search turns, are unchanged. Sums run over tokens, so longer answer turns weigh more.
 
-    ``turn_scores[b]`` lists c_{b,t} ∈ [0, 1] for trajectory b's search turns (``[]`` = none; see
-    :func:`silver_turn_scores`), or a zero-padded (B, K) tensor; None means no soft penalty. A score given for the
+    ``batch.turn_scores[b]`` lists c_{b,t} ∈ [0, 1] for trajectory b's search turns (``[]`` = none; see
+    `searchrl.rewards.silver_turn_scores`), or a zero-padded (B, K) tensor; None means no soft penalty. A score given for the
     final run is ignored (the final run is the answer segment by definition, as in the official code).
 
     Source: CalibAdv, arXiv 2604.18235 (paper body not available; reconstructed from the code and the authors'
@@ -150,12 +194,10 @@ def calibadv_advantages(
     Differs from the official code in: sums P_g, N_g are formed per trajectory as Â_b·|final turn| (identical in
     exact arithmetic, since the final turn carries the constant Â_b).
     """
-    if rebalance_ratio <= 0:
-        raise ValueError(f"rebalance_ratio must be > 0, got {rebalance_ratio}")
-    if response_mask.dim() != 2:
-        raise ValueError(f"response_mask must be (B, T), got {tuple(response_mask.shape)}")
+    rewards, group_ids, response_mask, turn_scores = batch.rewards, batch.group_ids, batch.response_mask, batch.turn_scores
+    rebalance_ratio = params.rebalance_ratio
     batch = response_mask.shape[0]
-    seq = grpo_advantages(rewards, group_ids, eps=eps)  # (B,)
+    seq = grpo_advantages(rewards, group_ids, eps=params.eps)  # (B,)
     if seq.shape[0] != batch:
         raise ValueError(f"rewards has {seq.shape[0]} entries but response_mask has {batch} rows")
     device = response_mask.device
@@ -194,103 +236,3 @@ def calibadv_advantages(
 
     adv = expand_runs(factor.to(seq.dtype), layout)  # (B, T); gaps carry the previous turn's value ...
     return adv.mul_(mask_f)  # ... and are zeroed here
-
-
-def word_levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
-    """Edit distance between two word lists (insert, delete, substitute; each cost 1)."""
-    if len(a) < len(b):
-        a, b = b, a
-    previous = list(range(len(b) + 1))
-    for i, word_a in enumerate(a, start=1):
-        current = [i]
-        for j, word_b in enumerate(b, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (word_a != word_b)))
-        previous = current
-    return previous[-1]
-
-
-def word_edit_similarity(text_a: str, text_b: str) -> float:
-    """1 − Levenshtein(words_a, words_b) / max(|words_a|, |words_b|); 0.0 when both are empty.
-
-    Words are whitespace-split. Source: wujwyi/CalibAdv@6ae1c4e: verl/trainer/main_ppo_format.py
-    ``word_edit_similarity`` (python-Levenshtein over word lists; two empty texts score 0, not 1).
-    """
-    words_a, words_b = text_a.split(), text_b.split()
-    longest = max(len(words_a), len(words_b))
-    if longest == 0:
-        return 0.0
-    return 1.0 - word_levenshtein(words_a, words_b) / longest
-
-
-def silver_turn_scores(
-    turn_doc_ids: Sequence[Sequence[Sequence[str]]],
-    turn_thinks: Sequence[Sequence[str]],
-    f1_rewards: Sequence[float],
-    format_valid: Sequence[bool],
-    *,
-    f1_threshold: float = 0.7,
-    think_similarity: float = 0.5,
-    max_shared_docs: int = 1,
-) -> list[list[float]]:
-    """CalibAdv per-search-turn correctness scores c_{i,t} for ONE group (the G rollouts of one question).
-
-    Inputs, per rollout i: ``turn_doc_ids[i][t]`` the document ids retrieved by search turn t, ``turn_thinks[i][t]``
-    the think text of that turn, ``f1_rewards[i]`` and ``format_valid[i]``. Returns, per rollout, the list of c
-    for its search turns, or ``[]`` when the rollout gets no scores (invalid format, or no silver set).
-
-    1. Correct set C = {i : format_valid_i ∧ F1_i ≥ ``f1_threshold``}; if empty, every rollout gets ``[]``.
-       R* = max_{i∈C} F1_i; silver set S = ∪ of all documents of the rollouts in C with F1 = R* (ties pooled).
-    2. For every format-valid rollout and each search turn t:
-       h = #{d ∈ D_t : d ∈ S and d not retrieved earlier in this rollout (earlier turns, or earlier in D_t)};
-       h = 0 if word_edit_similarity(think_t, think_s) > ``think_similarity`` for any earlier turn s;
-       h = 0 if |set(D_t) ∩ set(D_s)| > ``max_shared_docs`` for any earlier turn s;
-       c_t = h / |D_t| if h > 0 else 0.0.
-
-    Source: wujwyi/CalibAdv@6ae1c4e: verl/trainer/main_ppo_format.py ``RewardManager.__call__`` (silver set and
-    ``query_score_calculator="old"``). Differs from the official code in: "no credit" is returned as 0.0; the
-    official code stores 1e-6 (both mean no soft penalty, since only c > 1e-6 counts).
-    """
-    n = len(f1_rewards)
-    if not (len(turn_doc_ids) == len(turn_thinks) == len(format_valid) == n):
-        raise ValueError(
-            "silver_turn_scores needs one entry per rollout in each argument; got "
-            f"turn_doc_ids={len(turn_doc_ids)}, turn_thinks={len(turn_thinks)}, f1_rewards={n}, "
-            f"format_valid={len(format_valid)}"
-        )
-    for i in range(n):
-        if len(turn_doc_ids[i]) != len(turn_thinks[i]):
-            raise ValueError(
-                f"rollout {i}: {len(turn_doc_ids[i])} document lists but {len(turn_thinks[i])} think texts; "
-                "give one of each per search turn"
-            )
-    correct = [i for i in range(n) if format_valid[i] and f1_rewards[i] >= f1_threshold]
-    if not correct:
-        return [[] for _ in range(n)]
-    best = max(f1_rewards[i] for i in correct)
-    silver = {doc for i in correct if f1_rewards[i] == best for docs in turn_doc_ids[i] for doc in docs}
-
-    scores: list[list[float]] = []
-    for i in range(n):
-        if not format_valid[i]:
-            scores.append([])
-            continue
-        seen: set[str] = set()
-        earlier_thinks: list[str] = []
-        earlier_docs: list[set[str]] = []
-        row: list[float] = []
-        for docs, think in zip(turn_doc_ids[i], turn_thinks[i]):
-            hits = 0
-            for doc in docs:
-                if doc in silver and doc not in seen:
-                    hits += 1
-                seen.add(doc)
-            if any(word_edit_similarity(think, prev) > think_similarity for prev in earlier_thinks):
-                hits = 0
-            doc_set = set(docs)
-            if any(len(doc_set & prev) > max_shared_docs for prev in earlier_docs):
-                hits = 0
-            row.append(hits / len(docs) if hits > 0 else 0.0)
-            earlier_thinks.append(think)
-            earlier_docs.append(doc_set)
-        scores.append(row)
-    return scores

@@ -1,9 +1,11 @@
 """Policy losses, anti-collapse penalties, KL estimators and entropy: plain functions over (B, T) tensors.
 
-Every term is written the way the paper states it and autograd differentiates it. A term returns a :class:`Term`:
-its per-token matrix P (B, T), the tokens it is averaged over and how; :func:`~searchrl.algorithms.masks.aggregate`
-reduces every term to its scalar, in the native trainer and in the verl plugin alike. These are the functions
-:class:`~searchrl.algorithms.objective.Objective` runs (through the registry's thin adapters in ``builtin.py``).
+Every policy-loss term is written the way the paper states it and autograd differentiates it, and is registered
+here as it is written: ``fn(batch: PolicyBatch, params) -> Term``, its params dataclass declared right above it
+(the papers' defaults, written once). A :class:`Term` carries the per-token matrix P (B, T), the tokens it is
+averaged over, how, and where it acted; :func:`~searchrl.algorithms.masks.aggregate` reduces every term to its
+scalar, in the native trainer and in the verl plugin alike. :class:`~searchrl.algorithms.objective.Objective`
+calls these functions and nothing else.
 
 Conventions: ``log_probs`` carries the gradient (current policy π_θ), ``old_log_probs`` is the behaviour policy
 π_θold of the rollout batch, ``response_mask`` is 1 on model-generated tokens and 0 on retrieved observations and
@@ -14,12 +16,15 @@ Half-precision log-probs are computed in float32.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from searchrl.algorithms.masks import AGGREGATION_MODES, expand_runs, run_layout, run_sums
+from searchrl.algorithms.masks import expand_runs, run_layout, run_sums
+from searchrl.algorithms.registry import register_policy_loss
+from searchrl.algorithms.types import PolicyBatch, Term
+from searchrl.settings import check, setting
 
 KL_KINDS: tuple[str, ...] = ("kl", "abs", "mse", "low_var_kl")
 LLDS_GATES: tuple[str, ...] = ("action", "response", "token")
@@ -29,58 +34,11 @@ LOG_RATIO_BOUND = 20.0
 GSPO_LOG_RATIO_MAX = 10.0
 
 # The base losses' own metrics. Statistics of the ratio, clipping and entropy are the diagnostics' business
-# (searchrl.training.diagnostics), computed once there from the same tensors.
+# (searchrl.analysis.diagnostics), computed once there from the same tensors and the terms' `acting` masks.
 BASE_METRIC_KEYS: tuple[str, ...] = ("ppo_kl",)
 
 
-@dataclass(frozen=True)
-class Term:
-    """One loss term as a per-token matrix and how to reduce it.
-
-    ``per_token`` (B, T): each token's contribution, differentiable in ``log_probs``, zero off ``mask``.
-    ``mask`` (B, T) bool: the tokens the term is averaged over (for most terms the response mask; SAPO's official
-    form averages over the tokens of the A ≥ 0 rows only). ``agg_mode``: the term's own aggregation mode, or None
-    to follow the objective's ``loss_agg_mode`` (the surrogate, KL and entropy do; the penalties keep their
-    papers' normalisation whatever the surrogate uses). ``metrics``: detached scalars; penalties report
-    ``active`` (share of masked tokens with a non-zero gradient) and ``selected`` (share of masked tokens in the
-    rows they may act on). ``acting`` (penalties, (B, T) bool): the tokens where the gradient is non-zero. The
-    scalar loss is ``aggregate(per_token, mask, agg_mode or loss_agg_mode)``.
-    """
-
-    per_token: Tensor
-    mask: Tensor
-    agg_mode: str | None = None
-    metrics: dict[str, Tensor] = field(default_factory=dict)
-    acting: Tensor | None = None
-
-    def __post_init__(self) -> None:
-        if self.per_token.shape != self.mask.shape:
-            raise ValueError(f"Term: per_token {tuple(self.per_token.shape)} and mask {tuple(self.mask.shape)} differ")
-        if self.agg_mode is not None and self.agg_mode not in AGGREGATION_MODES:
-            raise ValueError(f"Term: unknown aggregation mode {self.agg_mode!r}; allowed: {list(AGGREGATION_MODES)}")
-
-
 # ---------------------------------------------------------------------------------------------- shared pieces
-
-
-def check_policy_tensors(
-    log_probs: Tensor, old_log_probs: Tensor, advantages: Tensor, response_mask: Tensor
-) -> None:
-    """Raise ValueError naming the tensor whose shape or dtype does not fit the (B, T) policy-loss contract."""
-    if not log_probs.is_floating_point():
-        raise ValueError(f"log_probs must be a floating-point tensor, got {log_probs.dtype}")
-    if log_probs.dim() != 2:
-        raise ValueError(f"log_probs must be (B, T), got shape {tuple(log_probs.shape)}")
-    for name, tensor in (("old_log_probs", old_log_probs), ("response_mask", response_mask)):
-        if tensor.shape != log_probs.shape:
-            raise ValueError(
-                f"{name} has shape {tuple(tensor.shape)}; expected {tuple(log_probs.shape)} like log_probs"
-            )
-    if advantages.shape not in (log_probs.shape[:1], log_probs.shape):
-        raise ValueError(
-            f"advantages has shape {tuple(advantages.shape)}; expected (B,) = {tuple(log_probs.shape[:1])} "
-            f"or (B, T) = {tuple(log_probs.shape)}"
-        )
 
 
 def compute_dtype(log_probs: Tensor) -> torch.dtype:
@@ -125,18 +83,34 @@ def masked_share(tokens: Tensor, mask: Tensor) -> Tensor:
     return (tokens & mask).sum() / mask.sum().clamp(min=1)
 
 
+def _clipped_surrogate(ratio: Tensor, adv: Tensor, mask: Tensor, clip_low: float, clip_high: float) -> tuple[Tensor, Tensor]:
+    """PPO's max(−A·r, −A·clip(r, 1 − ε_low, 1 + ε_high)) per token and where its gradient flows (B, T) bool:
+    the tokens with A ≠ 0 that the clip did not cut off (A < 0 with r < 1 − ε_low, A > 0 with r > 1 + ε_high)."""
+    unclipped = -adv * ratio
+    clipped = -adv * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
+    per_token = torch.maximum(unclipped, clipped) * mask
+    with torch.no_grad():
+        cut = ((adv < 0) & (ratio < 1.0 - clip_low)) | ((adv > 0) & (ratio > 1.0 + clip_high))
+        acting = mask & (adv != 0) & ~cut
+    return per_token, acting
+
+
 # ---------------------------------------------------------------------------------------------- PPO clip
 
 
-def ppo_clip(
-    log_probs: Tensor,
-    old_log_probs: Tensor,
-    advantages: Tensor,
-    response_mask: Tensor,
-    *,
-    clip_low: float = 0.2,
-    clip_high: float = 0.2,
-) -> Term:
+@dataclass(frozen=True)
+class PPOClipParams:
+    """PPO clip bounds; ε_low = ε_high = 0.2 (Search-R1), DAPO's clip-higher sets ε_high = 0.28."""
+
+    clip_low: float = setting(0.2, help="ε_low: the ratio is clipped below at 1 − ε_low", ge=0.0, lt=1.0)
+    clip_high: float = setting(0.2, help="ε_high: the ratio is clipped above at 1 + ε_high", ge=0.0)
+
+    def __post_init__(self) -> None:
+        check(self)
+
+
+@register_policy_loss("ppo_clip", params=PPOClipParams)
+def ppo_clip(batch: PolicyBatch, params: PPOClipParams) -> Term:
     """PPO clipped surrogate per token, aggregated with the objective's ``loss_agg_mode`` (token-mean: GRPO).
 
     P_t = max(−A·r, −A·clip(r, 1 − ε_low, 1 + ε_high)),  r = exp(clamp(log π_θ − log π_old, ±20)).
@@ -144,32 +118,34 @@ def ppo_clip(
 
     Source: PPO arXiv 1707.06347 Eq. 7; code PeterGriffinJin/Search-R1@a14dc3a: verl/trainer/ppo/core_algos.py
     ``compute_policy_loss``; verl HEAD ``compute_policy_loss_vanilla`` (log r clamped to ±20 before exp, as here).
-    No dual clip. Metric: ``ppo_kl``, the masked mean of −log r (Search-R1's ``ppo_kl``).
+    No dual clip. Metric: ``ppo_kl``, the masked mean of −log r (Search-R1's ``ppo_kl``). ``acting``: the tokens
+    whose gradient the clip did not cut off (the clip fractions of the diagnostics are read from it).
     """
-    check_policy_tensors(log_probs, old_log_probs, advantages, response_mask)
-    mask = response_mask.bool()
-    ratio = importance_ratio(log_probs, old_log_probs)  # (B, T)
-    adv = token_advantages(advantages, ratio.dtype)  # (B, 1) or (B, T)
-    unclipped = -adv * ratio
-    clipped = -adv * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
-    per_token = torch.maximum(unclipped, clipped) * mask
+    mask = batch.response_mask.bool()
+    ratio = importance_ratio(batch.log_probs, batch.old_log_probs)  # (B, T)
+    adv = token_advantages(batch.advantages, ratio.dtype)  # (B, 1) or (B, T)
+    per_token, acting = _clipped_surrogate(ratio, adv, mask, params.clip_low, params.clip_high)
     with torch.no_grad():
-        ppo_kl = -(log_ratio(log_probs, old_log_probs) * mask).sum() / mask.sum().clamp(min=1)
-    return Term(per_token, mask, None, {"ppo_kl": ppo_kl})
+        ppo_kl = -(log_ratio(batch.log_probs, batch.old_log_probs) * mask).sum() / mask.sum().clamp(min=1)
+    return Term(per_token, mask, None, {"ppo_kl": ppo_kl}, acting)
 
 
 # ---------------------------------------------------------------------------------------------- GSPO
 
 
-def gspo(
-    log_probs: Tensor,
-    old_log_probs: Tensor,
-    advantages: Tensor,
-    response_mask: Tensor,
-    *,
-    clip_low: float = 3e-4,
-    clip_high: float = 4e-4,
-) -> Term:
+@dataclass(frozen=True)
+class GSPOParams:
+    """GSPO clip bounds on the sequence-level ratio (GSPO paper §5.1: 3e-4 and 4e-4)."""
+
+    clip_low: float = setting(3e-4, help="ε_low on the sequence ratio s_i", ge=0.0, lt=1.0)
+    clip_high: float = setting(4e-4, help="ε_high on the sequence ratio s_i", ge=0.0)
+
+    def __post_init__(self) -> None:
+        check(self)
+
+
+@register_policy_loss("gspo", params=GSPOParams)
+def gspo(batch: PolicyBatch, params: GSPOParams) -> Term:
     """GSPO: PPO clipping on the sequence-level ratio, per token.
 
     s_i = exp( (1/|y_i|) Σ_t log r_{i,t} ) (geometric mean of the token ratios over the masked tokens), in the
@@ -181,41 +157,45 @@ def gspo(
     verl/trainer/ppo/core_algos.py ``compute_policy_loss_gspo``. Differs from verl in: the aggregation mode is
     honoured (verl forces seq-mean-token-mean whatever is configured). Metric as :func:`ppo_clip`.
     """
-    check_policy_tensors(log_probs, old_log_probs, advantages, response_mask)
-    mask = response_mask.bool()
-    m = mask.to(compute_dtype(log_probs))
-    lr = log_ratio(log_probs, old_log_probs)  # (B, T)
+    mask = batch.response_mask.bool()
+    m = mask.to(compute_dtype(batch.log_probs))
+    lr = log_ratio(batch.log_probs, batch.old_log_probs)  # (B, T)
     seq_log_ratio = (lr.detach() * m).sum(dim=-1) / m.sum(dim=-1).clamp(min=1.0)  # (B,)
     in_range = (seq_log_ratio <= GSPO_LOG_RATIO_MAX)[:, None]  # the clamp at 10 passes no gradient
     log_s = seq_log_ratio.clamp(max=GSPO_LOG_RATIO_MAX)[:, None] + (lr - lr.detach()) * in_range  # value log s_i
     seq_ratio = log_s.exp()  # (B, T)
-    adv = token_advantages(advantages, seq_ratio.dtype)
-    unclipped = -adv * seq_ratio
-    clipped = -adv * seq_ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
-    per_token = torch.maximum(unclipped, clipped) * mask
+    adv = token_advantages(batch.advantages, seq_ratio.dtype)
+    per_token, acting = _clipped_surrogate(seq_ratio, adv, mask, params.clip_low, params.clip_high)
     with torch.no_grad():
         ppo_kl = -(lr * m).sum() / m.sum().clamp(min=1.0)
-    return Term(per_token, mask, None, {"ppo_kl": ppo_kl})
+    return Term(per_token, mask, None, {"ppo_kl": ppo_kl}, acting & in_range)
 
 
 # ---------------------------------------------------------------------------------------------- SAPO
 
 
-def _check_normalization(normalization: str) -> None:
-    if normalization not in PENALTY_NORMALIZATIONS:
-        raise ValueError(f"unknown normalization {normalization!r}; allowed: {list(PENALTY_NORMALIZATIONS)}")
+@dataclass(frozen=True)
+class SAPOParams:
+    """SAPO (Search Agent Policy Optimization) penalty: γ = 0.1, τ = 1.0 (SAPO paper Table 4; official code)."""
+
+    gamma: float = setting(0.1, help="γ: weight of the SAPO term in the loss", ge=0.0)
+    tau: float = setting(1.0, help="τ: tokens with importance ratio r ≤ τ are penalised", gt=0.0)
+    strict_positive: bool = setting(False, help="select trajectories with A > 0 (paper) instead of A ≥ 0 (code)")
+    normalization: str = setting(
+        "official", help="official: token mean over selected rows; paper: Eq. 9 per-sequence mean",
+        choices=PENALTY_NORMALIZATIONS,
+    )
+
+    def __post_init__(self) -> None:
+        check(self)
+
+    @property
+    def coef(self) -> float:
+        return self.gamma
 
 
-def sapo(
-    log_probs: Tensor,
-    old_log_probs: Tensor,
-    advantages: Tensor,
-    response_mask: Tensor,
-    *,
-    tau: float = 1.0,
-    strict_positive: bool = False,
-    normalization: str = "official",
-) -> Term:
+@register_policy_loss("sapo", params=SAPOParams, role="penalty")
+def sapo(batch: PolicyBatch, params: SAPOParams) -> Term:
     """SAPO (Search Agent Policy Optimization) penalty per token, without its coefficient γ.
 
     Not Qwen's "Soft Adaptive Policy Optimization" (arXiv 2511.20347), which replaces clipping by a sigmoid gate.
@@ -235,17 +215,13 @@ def sapo(
     seq-mean-token-mean over the response mask). With (B, T) advantages a row's advantage is its masked mean (the
     official code reads ``advantages[:, 0]``).
     """
-    check_policy_tensors(log_probs, old_log_probs, advantages, response_mask)
-    if tau <= 0:
-        raise ValueError(f"tau must be > 0, got {tau}")
-    _check_normalization(normalization)
-    mask = response_mask.bool()
-    selected = selected_rows(advantages, response_mask, strict_positive)[:, None] & mask  # (B, T)
-    lr = log_ratio(log_probs, old_log_probs)
-    acting = selected & (lr.detach() <= math.log(tau))  # r ≤ τ, compared in log space
+    mask = batch.response_mask.bool()
+    selected = selected_rows(batch.advantages, batch.response_mask, params.strict_positive)[:, None] & mask  # (B, T)
+    lr = log_ratio(batch.log_probs, batch.old_log_probs)
+    acting = selected & (lr.detach() <= math.log(params.tau))  # r ≤ τ, compared in log space
     per_token = -lr * acting
     metrics = {"active": masked_share(acting, mask), "selected": masked_share(selected, mask)}
-    if normalization == "official":
+    if params.normalization == "official":
         return Term(per_token, selected, "token-mean", metrics, acting)
     return Term(per_token, mask, "seq-mean-token-mean", metrics, acting)
 
@@ -274,17 +250,34 @@ def likelihood_decrease_gate(delta: Tensor, response_mask: Tensor, gate: str) ->
     return (expand_runs(run_on, layout) > 0) & mask
 
 
-def llds(
-    log_probs: Tensor,
-    old_log_probs: Tensor,
-    advantages: Tensor,
-    response_mask: Tensor,
-    *,
-    gate: str = "action",
-    answer_mask: Tensor | None = None,
-    answer_weight: float = 1.0,
-    normalization: str = "official",
-) -> Term:
+@dataclass(frozen=True)
+class LLDSParams:
+    """LLDS penalty: λ = 0.2, action-level gate (LLDS paper §6; official train_grpo_nqhot.sh)."""
+
+    lam: float = setting(0.2, help="λ: weight of the LLDS term in the loss (0.3 for Qwen2.5-7B-Instruct)", ge=0.0)
+    gate: str = setting("action", help="granularity of the likelihood-decrease gate", choices=LLDS_GATES)
+    answer_weight: float = setting(
+        1.0, help="LLDS-MA weight β on answer-span tokens (1.0 = off; needs answer_mask when ≠ 1)", ge=0.0
+    )
+    normalization: str = setting(
+        "official", help="official: divide by all masked tokens; paper: Eq. 4 mean over Y_pre",
+        choices=PENALTY_NORMALIZATIONS,
+    )
+
+    def __post_init__(self) -> None:
+        check(self)
+
+    @property
+    def coef(self) -> float:
+        return self.lam
+
+
+def _llds_requires(params: LLDSParams) -> frozenset[str]:
+    return frozenset({"answer_mask"}) if params.answer_weight != 1.0 else frozenset()
+
+
+@register_policy_loss("llds", params=LLDSParams, role="penalty", requires=_llds_requires)
+def llds(batch: PolicyBatch, params: LLDSParams) -> Term:
     """LLDS (Lazy Likelihood-Displacement Suppression) penalty per token, without its coefficient λ.
 
     Differs from GRPO in: adds a likelihood-preserving term on non-negative-advantage trajectories whose token
@@ -304,20 +297,17 @@ def llds(
     mean for (B, T) advantages) rather than per token; at Δ = 0 exactly the subgradient is 0 (relu's; the official
     ``torch.maximum`` splits it 1/2), so the penalty and its gradient vanish when log_probs == old_log_probs.
     """
-    check_policy_tensors(log_probs, old_log_probs, advantages, response_mask)
-    _check_normalization(normalization)
-    if answer_mask is not None and answer_mask.shape != log_probs.shape:
-        raise ValueError(f"answer_mask has shape {tuple(answer_mask.shape)}; expected {tuple(log_probs.shape)}")
-    mask = response_mask.bool()
-    selected = selected_rows(advantages, response_mask)[:, None] & mask  # (B, T) the preserving set Y_pre: A ≥ 0
-    delta = -log_ratio(log_probs, old_log_probs)  # Δ (B, T)
-    gated = selected & likelihood_decrease_gate(delta, mask, gate)
+    answer_mask = batch.answer_mask
+    mask = batch.response_mask.bool()
+    selected = selected_rows(batch.advantages, batch.response_mask)[:, None] & mask  # (B, T) Y_pre: A ≥ 0
+    delta = -log_ratio(batch.log_probs, batch.old_log_probs)  # Δ (B, T)
+    gated = selected & likelihood_decrease_gate(delta, mask, params.gate)
     per_token = torch.relu(delta) * gated
-    if answer_mask is not None and answer_weight != 1.0:
-        per_token = per_token * torch.where(answer_mask.bool(), answer_weight, 1.0).to(per_token.dtype)
+    if answer_mask is not None and params.answer_weight != 1.0:
+        per_token = per_token * torch.where(answer_mask.bool(), params.answer_weight, 1.0).to(per_token.dtype)
     acting = gated & (delta.detach() > 0)
     metrics = {"active": masked_share(acting, mask), "selected": masked_share(selected, mask)}
-    if normalization == "official":
+    if params.normalization == "official":
         return Term(per_token, mask, "token-mean", metrics, acting)
     return Term(per_token, selected, "seq-mean-token-mean", metrics, acting)
 
@@ -349,29 +339,34 @@ def kl_penalty(log_probs: Tensor, ref_log_probs: Tensor, kind: str = "low_var_kl
     return (reverse.exp() - reverse - 1.0).clamp(-10.0, 10.0)
 
 
-def _entropy_chunk(logits: Tensor) -> Tensor:
-    z = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
-    z = z.clamp(min=torch.finfo(z.dtype).min)  # −inf logits (masked vocabulary) → finite, probability 0
-    probs = torch.softmax(z, dim=-1)
-    return torch.logsumexp(z, dim=-1) - (probs * z).sum(dim=-1)
-
-
-def entropy_from_logits(logits: Tensor, *, chunk_size: int | None = None) -> Tensor:
+def entropy_from_logits(logits: Tensor, *, log_probs: Tensor | None = None, chunk_size: int | None = None) -> Tensor:
     """Categorical entropy per position: (…, V) logits → (…) entropies, e.g. (B, T, V) → (B, T).
 
-    H = logsumexp(z) − Σ_v softmax(z)_v · z_v (stable for large logits; −inf logits contribute 0).
-    ``chunk_size`` rows of the flattened (N, V) input are processed at a time to bound the softmax memory;
-    half-precision logits are upcast per chunk. Differentiable by autograd. Source: volcengine/verl
-    verl/utils/torch_functional.py ``entropy_from_logits``.
+    H = −Σ_v p_v · log p_v,  log p = log_softmax(z)  (−inf logits contribute 0). Half-precision logits are upcast
+    to float32 (float64 stays float64). ``log_probs``: the caller's log_softmax of the same logits, reused instead
+    of computed again (the trainer's forward has it for the token log-probs). ``chunk_size`` rows of the flattened
+    (N, V) input are processed at a time to bound the softmax memory. Differentiable by autograd. The trainer's
+    entropy is this function (``searchrl.training.forward``); there is no second copy.
+    Source: volcengine/verl verl/utils/torch_functional.py ``entropy_from_logits``.
     """
     if logits.dim() < 1:
         raise ValueError("logits must have a vocabulary dimension")
-    if chunk_size is None:
-        return _entropy_chunk(logits)
-    if chunk_size <= 0:
+    if chunk_size is not None and chunk_size <= 0:
         raise ValueError(f"chunk_size must be > 0, got {chunk_size}")
+
+    def entropy(z: Tensor, lp: Tensor | None) -> Tensor:
+        if lp is None:
+            z = z.to(torch.promote_types(z.dtype, torch.float32))
+            z = z.clamp(min=torch.finfo(z.dtype).min)  # −inf logits (masked vocabulary) → finite, probability 0
+            lp = torch.log_softmax(z, dim=-1)
+        return -(lp.exp() * lp).sum(dim=-1)
+
+    if chunk_size is None:
+        return entropy(logits, log_probs)
     flat = logits.reshape(-1, logits.shape[-1])  # (N, V)
-    parts = [_entropy_chunk(flat[i : i + chunk_size]) for i in range(0, flat.shape[0], chunk_size)]
+    flat_lp = None if log_probs is None else log_probs.reshape(-1, logits.shape[-1])
+    parts = [entropy(flat[i : i + chunk_size], None if flat_lp is None else flat_lp[i : i + chunk_size])
+             for i in range(0, flat.shape[0], chunk_size)]
     out = torch.cat(parts) if parts else flat.new_zeros(0)
     return out.reshape(logits.shape[:-1])
 
@@ -381,8 +376,10 @@ __all__ = [
     "KL_KINDS",
     "LLDS_GATES",
     "PENALTY_NORMALIZATIONS",
-    "Term",
-    "check_policy_tensors",
+    "GSPOParams",
+    "LLDSParams",
+    "PPOClipParams",
+    "SAPOParams",
     "entropy_from_logits",
     "gspo",
     "importance_ratio",

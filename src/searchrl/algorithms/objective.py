@@ -29,23 +29,22 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
 
-from searchrl.algorithms.losses import BASE_METRIC_KEYS, KL_KINDS, Term, compute_dtype, kl_penalty
+from searchrl.algorithms.losses import BASE_METRIC_KEYS, KL_KINDS, compute_dtype, kl_penalty
 from searchrl.algorithms.masks import AGGREGATION_MODES, aggregate
 from searchrl.algorithms.registry import (
-    AdvantageBatch,
     AdvantageEstimatorEntry,
-    PolicyBatch,
     PolicyLossEntry,
     advantage_estimator_names,
     get_advantage_estimator,
     get_policy_loss,
     policy_loss_names,
 )
+from searchrl.algorithms.types import AdvantageBatch, PolicyBatch, Term
 from searchrl.settings import SettingError, build, check, known_keys, setting, to_dict, unknown_key
 
 _STRUCTURE_KEYS: tuple[str, ...] = ("name", "advantage_estimator", "policy_loss", "penalties")
@@ -69,7 +68,9 @@ class ObjectiveSettings:
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """One row of the algorithm table: a composition plus the paper's algorithm-level defaults."""
+    """One row of the algorithm table: a composition, plus what the algorithm sets differently from the defaults
+    (loss-level ``settings``, and component ``params`` only where they differ from the defaults each component
+    declares beside its function: a default is written once, there)."""
 
     advantage_estimator: str
     policy_loss: str
@@ -92,8 +93,8 @@ _ALGORITHMS: dict[str, AlgorithmSpec] = {
     "dapo": AlgorithmSpec(
         "grpo",
         "ppo_clip",
-        settings={"loss_agg_mode": "token-mean", "kl_coef": 0.0},
-        params={"ppo_clip": {"clip_low": 0.2, "clip_high": 0.28}},
+        settings={"kl_coef": 0.0},
+        params={"ppo_clip": {"clip_high": 0.28}},
         summary="DAPO (arXiv 2503.14476): clip-higher 0.2/0.28, token-mean, no KL term (§2.3)",
     ),
     "gspo": AlgorithmSpec(
@@ -106,28 +107,25 @@ _ALGORITHMS: dict[str, AlgorithmSpec] = {
         "grpo",
         "ppo_clip",
         ("sapo",),
-        params={"sapo": {"gamma": 0.1, "tau": 1.0}},
         summary="SAPO (Search Agent PO, arXiv 2603.10069): GRPO + γ·conditional KL on r ≤ τ, A ≥ 0",
     ),
     "sapo_strict": AlgorithmSpec(
         "grpo",
         "ppo_clip",
         ("sapo",),
-        params={"sapo": {"gamma": 0.1, "tau": 1.0, "strict_positive": True}},
+        params={"sapo": {"strict_positive": True}},
         summary="SAPO with the paper's condition A > 0 (Eq. 9) instead of the official code's A ≥ 0",
     ),
     "llds": AlgorithmSpec(
         "grpo",
         "ppo_clip",
         ("llds",),
-        params={"llds": {"lam": 0.2, "gate": "action"}},
         summary="LLDS (arXiv 2512.04220): GRPO + λ·likelihood-decrease penalty, action gate",
     ),
     "calibadv": AlgorithmSpec(
         "calibadv",
         "ppo_clip",
         settings={"kl_coef": 0.0, "entropy_coef": 0.0},
-        params={"calibadv": {"rebalance_ratio": 1.0}},
         summary="CalibAdv (arXiv 2604.18235): soft-penalised search turns, rebalanced answer turns; no KL",
     ),
     "calibadv_sapo": AlgorithmSpec(
@@ -135,7 +133,6 @@ _ALGORITHMS: dict[str, AlgorithmSpec] = {
         "ppo_clip",
         ("sapo",),
         settings={"kl_coef": 0.0, "entropy_coef": 0.0},
-        params={"calibadv": {"rebalance_ratio": 1.0}, "sapo": {"gamma": 0.1, "tau": 1.0}},
         summary="CalibAdv's advantages + SAPO's penalty: the two compose (a named arm for `searchrl compare`)",
     ),
 }
@@ -256,7 +253,7 @@ class Objective:
         if self.needs_turn_scores and batch.turn_scores is None:
             raise ValueError(
                 f"algorithm {self.name!r} (advantage estimator {self.estimator.name!r}) needs "
-                "AdvantageBatch.turn_scores; compute them with silver_turn_scores per group"
+                "AdvantageBatch.turn_scores; compute them with searchrl.rewards.turn_scores_by_group"
             )
         adv = self.estimator.fn(batch, self.estimator_params)
         if adv.shape != batch.response_mask.shape:
@@ -295,13 +292,14 @@ class Objective:
             out.append((entry.name, float(params.coef), entry.fn(batch, params)))
         return out
 
-    def loss(self, batch: PolicyBatch) -> tuple[Tensor, dict[str, Tensor]]:
-        """Total loss (scalar, with graph) and detached scalar metrics with the fixed key set of
-        :func:`metric_keys` (NaN where not applicable).
+    def loss(self, batch: PolicyBatch) -> Loss:
+        """The total loss (scalar, with graph), its detached scalar metrics with the fixed key set of
+        :func:`metric_keys` (NaN where not applicable), and each term by name (the base loss and every penalty:
+        where each acted, for the diagnostics).
 
         loss = agg(base) + Σ_p coef_p·agg_p(penalty_p) + kl_coef·agg(KL(π_θ‖π_ref)) − entropy_coef·agg(H)
 
-        Each term is a per-token :class:`~searchrl.algorithms.losses.Term` reduced by :meth:`reduce`. Metrics:
+        Each term is a per-token :class:`~searchrl.algorithms.types.Term` reduced by :meth:`reduce`. Metrics:
         ``loss`` (total), ``pg_loss`` (base loss), ``penalty`` (Σ coef·penalty), ``penalty/<name>`` (the
         unweighted term) and ``penalty/<name>_active`` (share of masked tokens it acts on) for every registered
         penalty, ``kl_ref`` (aggregated KL to the reference, when ref_log_probs is given), ``entropy``
@@ -314,6 +312,7 @@ class Objective:
         mask = batch.response_mask.bool()
 
         base = self.policy_loss.fn(batch, self.policy_loss_params)
+        terms = {self.policy_loss.name: base}
         total = self.reduce(base)
         metrics["pg_loss"] = total.detach()
         metrics.update({k: v.detach() for k, v in base.metrics.items() if k in BASE_METRIC_KEYS})
@@ -325,6 +324,7 @@ class Objective:
             penalty_sum = penalty_sum + coef * value.detach()
             metrics[f"penalty/{name}"] = value.detach()
             metrics[f"penalty/{name}_active"] = _active_share(term, mask)
+            terms[name] = term
         metrics["penalty"] = penalty_sum
 
         if batch.ref_log_probs is not None:
@@ -340,7 +340,16 @@ class Objective:
             metrics["entropy"] = entropy.detach()
 
         metrics["loss"] = total.detach()
-        return total, metrics
+        return Loss(total, metrics, terms)
+
+
+class Loss(NamedTuple):
+    """What :meth:`Objective.loss` returns: ``value`` (scalar, with graph), ``metrics`` (detached 0-d tensors),
+    ``terms`` (each term by its component name: the base loss and every penalty)."""
+
+    value: Tensor
+    metrics: dict[str, Tensor]
+    terms: dict[str, Term]
 
 
 def _active_share(term: Term, mask: Tensor) -> Tensor:
@@ -458,6 +467,7 @@ def describe_algorithms() -> list[dict[str, Any]]:
 
 __all__ = [
     "AlgorithmSpec",
+    "Loss",
     "Objective",
     "ObjectiveSettings",
     "algorithm_names",

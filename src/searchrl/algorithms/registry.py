@@ -1,11 +1,11 @@
-"""The two registries (policy-loss terms, advantage estimators) and the typed records they take.
+"""The two registries: policy-loss terms and advantage estimators, one signature each.
 
 A policy-loss term is registered with a role: ``"base"`` (the surrogate, exactly one per objective: ``ppo_clip``,
-``gspo``) or ``"penalty"`` (added with a coefficient, any number: ``sapo``, ``llds``). Every term has one
-signature, ``fn(batch: PolicyBatch, params: <its params dataclass>) -> Term`` (a per-token matrix, the tokens it
-is averaged over and its aggregation mode); every advantage estimator ``fn(batch: AdvantageBatch, params) ->
-Tensor (B, T)``. A user adds an algorithm by registering a term or an estimator in their own module and naming it
-in the ``algorithm:`` config; nothing here changes.
+``gspo``) or ``"penalty"`` (added with a coefficient, any number: ``sapo``, ``llds``). Every term is the math
+function itself, ``fn(batch: PolicyBatch, params: <its params dataclass>) -> Term``, registered where it is
+defined, with its params dataclass declared beside it (each default written once, there). Every advantage
+estimator is ``fn(batch: AdvantageBatch, params) -> Tensor (B, T)``. A user adds an algorithm by registering a
+term or an estimator in their own module and naming it in the ``algorithm:`` config; nothing here changes.
 
 Example::
 
@@ -14,10 +14,10 @@ Example::
         coef: float = setting(0.05, help="weight of my penalty", ge=0.0)   # searchrl.settings.setting
 
     @register_policy_loss("my_penalty", params=MyParams, role="penalty")
-    def my_penalty(batch, params):
+    def my_penalty(batch: PolicyBatch, params: MyParams) -> Term:
         mask = batch.response_mask.bool()
         per_token = -log_ratio(batch.log_probs, batch.old_log_probs) * mask
-        return Term(per_token, mask, "token-mean", {"active": mask.float().mean()})
+        return Term(per_token, mask, "token-mean", {"active": mask.float().mean()}, acting=mask)
 """
 
 from __future__ import annotations
@@ -28,13 +28,7 @@ from typing import Any
 
 from torch import Tensor
 
-from searchrl.algorithms.losses import Term, check_policy_tensors
-
-
-@dataclass(frozen=True)
-class NoParams:
-    """The params record of a component that has no knobs."""
-
+from searchrl.algorithms.types import AdvantageBatch, NoParams, PolicyBatch, Term
 
 ROLES: tuple[str, ...] = ("base", "penalty")
 # Optional inputs a component may declare it needs; Objective checks them before calling it.
@@ -58,61 +52,6 @@ class UnknownNameError(KeyError, ValueError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
-
-
-@dataclass(frozen=True)
-class PolicyBatch:
-    """One micro-batch for the policy loss. All tensors (B, T) except ``advantages`` ((B,) or (B, T)).
-
-    ``log_probs`` carries the gradient; ``old_log_probs`` are the behaviour policy's; ``ref_log_probs`` the frozen
-    reference model's (needed when the KL coefficient is > 0); ``entropy`` the per-token policy entropy (with
-    gradient, needed when the entropy coefficient is > 0); ``answer_mask`` 1 on the final ``<answer>`` span (for
-    LLDS-MA).
-    """
-
-    log_probs: Tensor
-    old_log_probs: Tensor
-    advantages: Tensor
-    response_mask: Tensor
-    ref_log_probs: Tensor | None = None
-    entropy: Tensor | None = None
-    answer_mask: Tensor | None = None
-
-    def __post_init__(self) -> None:
-        check_policy_tensors(self.log_probs, self.old_log_probs, self.advantages, self.response_mask)
-        for name in ("ref_log_probs", "entropy", "answer_mask"):
-            value = getattr(self, name)
-            if value is not None and value.shape != self.log_probs.shape:
-                raise ValueError(
-                    f"PolicyBatch.{name} has shape {tuple(value.shape)}; expected {tuple(self.log_probs.shape)}"
-                )
-
-
-@dataclass(frozen=True)
-class AdvantageBatch:
-    """The rollout batch an advantage estimator sees: rewards (B,), group ids (B hashables), mask (B, T).
-
-    ``group_ids`` identify the G samples of one question (e.g. ``f"{data_source}:{id}"``); ``turn_scores[b]``
-    lists CalibAdv's c for trajectory b's search turns (see ``silver_turn_scores``).
-    """
-
-    rewards: Tensor
-    group_ids: Sequence[Hashable]
-    response_mask: Tensor
-    turn_scores: Sequence[Sequence[float]] | Tensor | None = None
-
-    def __post_init__(self) -> None:
-        if self.rewards.dim() != 1:
-            raise ValueError(f"AdvantageBatch.rewards must be (B,), got shape {tuple(self.rewards.shape)}")
-        batch = self.rewards.shape[0]
-        if len(self.group_ids) != batch:
-            raise ValueError(f"AdvantageBatch.group_ids has {len(self.group_ids)} entries; expected B = {batch}")
-        if self.response_mask.dim() != 2 or self.response_mask.shape[0] != batch:
-            raise ValueError(
-                f"AdvantageBatch.response_mask must be (B={batch}, T), got shape {tuple(self.response_mask.shape)}"
-            )
-        if self.turn_scores is not None and len(self.turn_scores) != batch:
-            raise ValueError(f"AdvantageBatch.turn_scores has {len(self.turn_scores)} rows; expected B = {batch}")
 
 
 def _requirement_fn(requires: Iterable[str] | Callable[[Any], Iterable[str]]) -> Callable[[Any], frozenset[str]]:
@@ -156,6 +95,7 @@ class AdvantageEstimatorEntry:
     fn: Callable[[AdvantageBatch, Any], Tensor]
     params: type
     requires: Callable[[Any], frozenset[str]]
+    group_baseline: bool  # its baseline is the mean reward of the question's group (needs G >= 2)
 
     def __call__(self, batch: AdvantageBatch, params: Any = None) -> Tensor:
         return self.fn(batch, self.params() if params is None else params)
@@ -210,13 +150,19 @@ def register_advantage_estimator(
     *,
     params: type = NoParams,
     requires: Iterable[str] | Callable[[Any], Iterable[str]] = (),
+    group_baseline: bool = True,
 ) -> Callable[[Callable[..., Tensor]], Callable[..., Tensor]]:
-    """Decorator: register ``fn(batch: AdvantageBatch, params) -> Tensor (B, T)`` as estimator ``name``."""
+    """Decorator: register ``fn(batch: AdvantageBatch, params) -> Tensor (B, T)`` as estimator ``name``.
+
+    ``group_baseline``: its baseline is the mean reward of the question's group, so a config with one rollout per
+    question is refused (each advantage would be the raw reward)."""
     requirement = _requirement_fn(requires)
 
     def decorator(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
         _check_new_name(name)
-        _ADVANTAGE_ESTIMATORS[name] = AdvantageEstimatorEntry(name=name, fn=fn, params=params, requires=requirement)
+        _ADVANTAGE_ESTIMATORS[name] = AdvantageEstimatorEntry(
+            name=name, fn=fn, params=params, requires=requirement, group_baseline=group_baseline
+        )
         return fn
 
     return decorator
@@ -249,11 +195,17 @@ def get_advantage_estimator(name: str) -> AdvantageEstimatorEntry:
         raise UnknownNameError(f"unknown advantage estimator {name!r}; known: {advantage_estimator_names()}") from None
 
 
+_BUILTIN_NAMES: set[str] = set()
+
+
+def mark_builtins() -> None:
+    """Record every component registered so far as built in (called once, when the package has loaded)."""
+    _BUILTIN_NAMES.update(_POLICY_LOSSES, _ADVANTAGE_ESTIMATORS)
+
+
 def unregister(name: str) -> None:
     """Remove a user-registered component (for tests and notebooks); built-ins cannot be removed."""
-    from searchrl.algorithms.builtin import BUILTIN_NAMES
-
-    if name in BUILTIN_NAMES:
+    if name in _BUILTIN_NAMES:
         raise ValueError(f"{name!r} is built in and cannot be unregistered")
     if _POLICY_LOSSES.pop(name, None) is None and _ADVANTAGE_ESTIMATORS.pop(name, None) is None:
         raise UnknownNameError(

@@ -76,3 +76,34 @@ def macro_bootstrap_ci(
     if not replicates:
         return float("nan"), float("nan")
     return percentile_interval(np.mean(np.stack(replicates), axis=0), confidence)
+
+
+def paired_gain(start: dict | None, final: dict, *, seed: int) -> dict:
+    """Per dataset: EM(final) − EM(start) on the same questions, with a paired bootstrap 95% interval.
+
+    `start` and `final` hold `per_question_em` {dataset: {question uid: EM}}. d_i = EM_final(q_i) − EM_start(q_i);
+    the interval is the percentile bootstrap of mean(d) (resampling questions, so the two evaluations' shared
+    per-question difficulty cancels).
+    """
+    out: dict = {}
+    if start is None:
+        return out
+    for name, final_em in final.get("per_question_em", {}).items():
+        start_em = start.get("per_question_em", {}).get(name, {})
+        common = [uid for uid in final_em if uid in start_em]
+        if not common:
+            continue
+        diffs = [final_em[u] - start_em[u] for u in common]
+        low, high = bootstrap_ci(diffs, n_resamples=2000, seed=seed)
+        out[name] = {"em_gain": sum(diffs) / len(diffs), "ci_low": low, "ci_high": high, "n": len(common)}
+    return out
+
+
+def gain_verdict(gain: dict) -> str:
+    """Whether a paired gain (see :func:`paired_gain`) is beyond its 95% interval, in words."""
+    text = f"{gain['em_gain']:+.3f} [{gain['ci_low']:+.3f}, {gain['ci_high']:+.3f}] on {gain['n']} questions: "
+    if gain["ci_low"] > 0:
+        return text + "a real gain (the 95% interval excludes 0)"
+    if gain["ci_high"] < 0:
+        return text + "a real loss (the 95% interval excludes 0)"
+    return text + "within the 95% interval, so not distinguishable from no change"

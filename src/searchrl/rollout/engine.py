@@ -39,11 +39,11 @@ from searchrl.protocol import (
     encode_observation,
     encode_prompt,
     encode_text,
+    extract_answer,
     extract_think,
     parse_action,
     truncate_query,
 )
-from searchrl.rewards import extract_answer
 from searchrl.rollout.backend import FINISH_LENGTH, GenerationBackend, GenerationSession, SamplingParams
 from searchrl.rollout.types import Trajectory, Turn
 from searchrl.settings import build, check, setting

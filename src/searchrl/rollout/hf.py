@@ -44,13 +44,11 @@ from searchrl.rollout.backend import (
     eos_token_ids,
     sample_tokens,
 )
-from searchrl.rollout.types import common_prefix_len
+from searchrl.rollout.types import shared_prefix_len
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-
-_MIN_SHARED_PREFIX = 16  # shorter common prefixes are not worth a separate forward
 
 
 def _onednn_linear(packed: torch.Tensor, bias: torch.Tensor | None):
@@ -500,9 +498,9 @@ class HFSession:
         if not unique:
             return
         prompts = sorted(unique, key=len)
-        shared = prompts[0][: common_prefix_len(prompts)] if len(prompts) > 1 else ()
+        shared = prompts[0][: shared_prefix_len(prompts)]
         shared_kv = None
-        if len(shared) >= _MIN_SHARED_PREFIX:
+        if shared:
             buffer = self._new_buffer(1, len(shared))
             self._prefill_left_aligned(buffer, [list(shared)], [0])
             shared_kv = self._take(buffer, 0)  # (L, 2, H, len(shared), D)

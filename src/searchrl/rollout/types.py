@@ -45,11 +45,25 @@ class Trajectory:
     extras: dict = field(default_factory=dict)
 
 
+# A common prefix shorter than this is computed with each sequence rather than in a forward of its own: on a CPU,
+# 8 shared tokens of a few prompts save more compute than one more forward call costs (docs/benchmarks.md).
+MIN_SHARED_PREFIX = 8
+
+
 def common_prefix_len(sequences: Sequence[Sequence[int]]) -> int:
-    """How many leading tokens all sequences share (the instruction template of a batch's prompts): the rollout
-    prefills them once, a training forward computes them once."""
+    """How many leading tokens all sequences share."""
     n = min(len(s) for s in sequences)
     for k in range(n):
         if any(s[k] != sequences[0][k] for s in sequences):
             return k
     return n
+
+
+def shared_prefix_len(sequences: Sequence[Sequence[int]]) -> int:
+    """The leading tokens that several sequences share and that are worth one forward of their own (the
+    instruction template of a batch's prompts): their common prefix when it has at least `MIN_SHARED_PREFIX`
+    tokens, else 0. The rollout prefills it once per batch; a training forward computes it once per micro-batch."""
+    if len(sequences) < 2:
+        return 0
+    common = common_prefix_len(sequences)
+    return common if common >= MIN_SHARED_PREFIX else 0

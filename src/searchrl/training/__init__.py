@@ -1,11 +1,19 @@
-"""searchrl.training: the config, the RL loop, the SFT warm start, checkpoints and metrics logging.
+"""searchrl.training: the config, the RL loop, a run's lifecycle, the SFT warm start, checkpoints and logging.
 
     from searchrl.training import load_config, train
     cfg = load_config("demo", ["train.steps=10"])
     summary = train(cfg)
 
-Names load lazily, so importing a sub-command module (`searchrl.training.cli_report`, ...) does not pull in
-torch and transformers.
+- `config.py`: the YAML config tree, loaded and validated by one function (`load_config`).
+- `forward.py`: log π of these rows (the plain definition, and the opt-in fast path).
+- `loop.py`: `build`, `rl_step`, `fit` — the algorithm, top to bottom.
+- `state.py`: the run's typed components and state; validation, checkpoint, rollback, the time budget.
+- `run.py`: `train` — creating, resuming, interrupting and finishing a run folder, and its summary.
+- `metrics.py`: a step's metrics row; `logger.py`: where rows go; `checkpoint.py`: atomic checkpoints.
+- `policy.py`: getting a model ready to train (LoRA, frozen layers), the optimiser and its learning-rate schedule.
+- `sft.py`: the supervised warm start.
+
+Names load lazily, so importing a sub-command module does not pull in torch and transformers.
 """
 
 from __future__ import annotations
@@ -19,11 +27,13 @@ _LAZY = {
     "config_from_dict": "searchrl.training.config",
     "show_config": "searchrl.training.config",
     "packaged_config_names": "searchrl.training.config",
-    "train": "searchrl.training.loop",
+    "train": "searchrl.training.run",
+    "build": "searchrl.training.loop",
+    "fit": "searchrl.training.loop",
     "rl_step": "searchrl.training.loop",
-    "Trainer": "searchrl.training.trainer",
-    "TrainerState": "searchrl.training.trainer",
-    "StopTraining": "searchrl.training.trainer",
+    "Trainer": "searchrl.training.state",
+    "TrainerState": "searchrl.training.state",
+    "StopTraining": "searchrl.training.state",
     "run_sft": "searchrl.training.sft",
     "SFTResult": "searchrl.training.sft",
     "oracle_trajectories": "searchrl.training.sft",
@@ -34,8 +44,8 @@ _LAZY = {
     "latest_checkpoint": "searchrl.training.checkpoint",
     "best_checkpoint": "searchrl.training.checkpoint",
     "RunLogger": "searchrl.training.logger",
-    "collate": "searchrl.training.batching",
-    "token_logprobs": "searchrl.training.batching",
+    "collate": "searchrl.training.forward",
+    "token_logprobs": "searchrl.training.forward",
 }
 
 __all__ = sorted(_LAZY)

@@ -72,8 +72,8 @@ def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False, devic
 
     from searchrl.evaluation.harness import evaluate
     from searchrl.training.policy import export_policy, prepare_for_training
-    from searchrl.training.sft import oracle_trajectories, read_trajectories, run_sft
-    from searchrl.training.trainer import build_retriever, validation_sources
+    from searchrl.training.sft import examples_needed, oracle_trajectories, read_trajectories, run_sft
+    from searchrl.training.state import build_retriever, validation_sources
 
     console = Console(stderr=True)
     source = load_source(cfg.data.train, split=cfg.data.train_split)
@@ -86,7 +86,7 @@ def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False, devic
     retriever = build_retriever(cfg, source)
     dropped: dict = {}
     if cfg.sft.data == "oracle":
-        oracle = oracle_trajectories(source, tokenizer, retriever, cfg.protocol, cfg.rollout, limit=cfg.sft.max_examples,
+        oracle = oracle_trajectories(source, tokenizer, retriever, cfg.protocol, cfg.rollout, limit=examples_needed(cfg.sft),
                                      think=cfg.sft.oracle_think)
         data, dropped = oracle.trajectories, oracle.dropped
     else:
@@ -96,7 +96,7 @@ def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False, devic
     def evaluate_now(label: str) -> dict:
         report = evaluate(model, tokenizer, validation_sources(cfg),
                           limit=cfg.val.max_questions, protocol_cfg=cfg.protocol, rollout_cfg=cfg.rollout,
-                          batch_size=cfg.val.batch_size, seed=cfg.seed, progress=True)
+                          batch_size=cfg.val.batch_size, seed=cfg.val.sample_seed, progress=True)
         model.train()
         for name, entry in report.datasets.items():
             console.print(f"{label}: {name} EM {entry['em']:.3f} [{entry['em_ci_low']:.3f}, {entry['em_ci_high']:.3f}], "

@@ -68,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded at run time
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from searchrl.training.loop import train  # local: imports torch and transformers (~3.5 s), after the line above
+    from searchrl.training.run import train  # local: imports torch and transformers (~3.5 s), after the line above
 
     try:
         train(cfg, resume=bool(args.resume), console=not args.quiet)

@@ -30,7 +30,7 @@ from searchrl.protocol import ProtocolConfig
 from searchrl.rewards import RewardConfig
 from searchrl.rollout.engine import RolloutConfig
 from searchrl.settings import build, describe, setting, to_dict
-from searchrl.training.monitor import MonitorConfig
+from searchrl.analysis.monitor import MonitorConfig
 
 
 def set_dotted(tree: dict, dotted: str, value: Any) -> None:
@@ -77,9 +77,10 @@ class ModelConfig:
     )
     dtype: str = setting(
         "float32",
-        "dtype of the loaded weights: float32 (master weights; bf16 compute is train.bf16's autocast) or bfloat16, "
-        "LoRA runs only (the frozen base in bf16 halves its memory; the adapters stay float32)",
-        choices=("float32", "bfloat16"),
+        "dtype of the loaded weights: float32 (master weights; bf16 compute is train.bf16's autocast); bfloat16, "
+        "LoRA runs only (the frozen base in bf16 halves its memory; the adapters stay float32); float64 for "
+        "exact-math checks (needs train.bf16=false; several times slower)",
+        choices=("float32", "bfloat16", "float64"),
     )
     lora: LoraConfig = setting(factory=LoraConfig)
 
@@ -130,6 +131,13 @@ class TrainConfig:
     micro_batch_size: int = setting(4, "trajectories per forward/backward (gradient accumulation inside a mini-batch)", ge=1)
     ppo_epochs: int = setting(1, "passes over each rollout batch", ge=1)
     shuffle_mini_batches: bool = setting(True, "shuffle trajectories before splitting them into mini-batches")
+    fast_forward: bool = setting(
+        True,
+        "compute the training forwards the fast way (training/forward.py): each distinct prompt and the shared "
+        "instruction template once, the frozen lower blocks (train.train_layers) once per step, bf16 weight casts "
+        "once per update, and the first update's forward as its rows' π_old; false: the plain padded forward only "
+        "(the same values up to float rounding)",
+    )
     keep_groups_together: bool = setting(
         False,
         "shuffle whole GRPO groups instead of single trajectories, so a question's G trajectories sit next to each "
@@ -185,8 +193,13 @@ class SFTConfig:
         None, "fine-tune only the top N transformer blocks, as train.train_layers (null: everything)", ge=1
     )
     warmup_ratio: float = setting(0.1, "fraction of the updates with linear warm-up", ge=0, le=1)
-    max_examples: int | None = setting(None, "use at most this many trajectories (null: all)", ge=1)
-    holdout: int = setting(64, "trajectories held out to report the validation loss", ge=0)
+    max_examples: int | None = setting(
+        None, "train on at most this many trajectories (null: all but the hold-out); the hold-out is drawn first", ge=1
+    )
+    holdout: int = setting(
+        64, "trajectories held out, apart from the training examples, to report the validation loss (data with no "
+        "more trajectories than this hold out a fifth; the summary records how many)", ge=0
+    )
 
 
 @dataclass(frozen=True)
@@ -204,6 +217,10 @@ class ValConfig:
         None, "evaluate the untrained model on at most this many test-split questions (null: as the test)", ge=1
     )
     batch_size: int = setting(64, "questions per greedy generation batch", ge=1)
+    sample_seed: int = setting(
+        0, "seed of the evaluation's question sample (when max_questions is below the split's size): independent "
+        "of the run's seed, so every seed and algorithm that shares a config is scored on the same questions",
+    )
 
 
 @dataclass(frozen=True)
@@ -225,6 +242,11 @@ class LogConfig:
     wandb_project: str = setting("searchrl", "wandb project name")
     samples_every: int = setting(5, "save decoded trajectories to samples/step_XXXX.jsonl every N steps (0: never)", ge=0)
     console: bool = setting(True, "rich progress bar and a one-line summary per step")
+    probe_trajectories: int = setting(
+        0, "LLD on a fixed set: this many oracle trajectories of validation-split questions, the same every step, "
+        "whose mean token log-likelihood under the policy after each step is logged as diag/probe_ll (0: off, NaN)",
+        ge=0,
+    )
 
 
 @dataclass(frozen=True)
@@ -466,7 +488,10 @@ def _check_consistency(cfg: Config) -> None:
 
     t = cfg.train
     check_device_spec(t.device, "train.device")  # the form only: the GPU itself is looked for when a run starts
-    if cfg.model.dtype != "float32" and not cfg.model.lora.enabled:
+    if cfg.model.dtype == "float64" and (t.bf16 is not False or cfg.rollout.bf16):
+        raise ConfigError("model.dtype: float64 computes in float64 throughout; set train.bf16=false (and leave "
+                          "rollout.bf16 null or false)")
+    if cfg.model.dtype == "bfloat16" and not cfg.model.lora.enabled:
         raise ConfigError(
             f"model.dtype: {cfg.model.dtype} weights need model.lora.enabled=true (only a frozen base may be stored "
             "in bf16: AdamW's updates at RL learning rates are below bf16's resolution and would be lost); for bf16 "

@@ -1,9 +1,9 @@
 """Getting a loaded causal LM ready to train, and the optimiser pieces shared by `searchrl train` and `sft`.
 
 - `prepare_for_training`: optional LoRA adapters (peft), gradient checkpointing, fp32 master weights, the device.
-- `make_optimizer` / `make_scheduler`: AdamW and a warm-up + constant/cosine/linear multiplier.
-- `autocast`: bf16 autocast on the model's device, CPU or CUDA (fp32 weights stay the optimiser's master copy);
-  `weight_cast_cache` keeps its bf16 weight copies across the forwards of one optimiser update.
+- `make_optimizer`, `lr_multiplier`, `set_learning_rate`: AdamW and the one learning-rate schedule (warm-up, then
+  constant/cosine/linear), set before every update by RL and SFT alike.
+- `autocast`: bf16 autocast on the model's device, CPU or CUDA (fp32 weights stay the optimiser's master copy).
 - `reference_policy`: the frozen starting policy for the KL term (the adapter-free model under LoRA).
 - `export_policy`: an HF folder (LoRA merged) that `searchrl eval` and `load_policy` read.
 """
@@ -170,13 +170,10 @@ def lr_multiplier(step: int, *, warmup_steps: int, total_steps: int, schedule: s
     raise ValueError(f"unknown lr schedule {schedule!r}")
 
 
-def make_scheduler(
-    optimizer: torch.optim.Optimizer, *, warmup_steps: int, total_steps: int, schedule: str
-) -> torch.optim.lr_scheduler.LambdaLR:
-    return torch.optim.lr_scheduler.LambdaLR(
-        optimizer,
-        lambda step: lr_multiplier(step, warmup_steps=warmup_steps, total_steps=total_steps, schedule=schedule),
-    )
+def set_learning_rate(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    """The one way RL and SFT set the learning rate: before each optimiser update, base lr × `lr_multiplier`."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
 
 
 def bf16_native(device: torch.device | str = "cpu") -> bool:
@@ -218,28 +215,6 @@ def autocast(setting: bool | str, device: torch.device | str) -> Iterator[None]:
         yield
         return
     with torch.autocast(device.type, dtype=torch.bfloat16):
-        yield
-
-
-@contextlib.contextmanager
-def weight_cast_cache(setting: bool | str, device: torch.device | str) -> Iterator[None]:
-    """Keep autocast's bf16 copies of the weights across the forwards inside, when `setting` turns bf16 on.
-
-    Each `autocast` region casts every weight it uses to bf16 once and drops the copies when the outermost region
-    ends: one region per forward casts the whole model again for every micro-batch (about 0.25 s for
-    SmolLM2-135M on one CPU thread). Autocast keeps copies of weights that require grad only; frozen ones are
-    cast at every use either way (keeping bf16 copies of them measured no gain, docs/bench_train.md). Inside this
-    context autocast stays off, so losses and backward passes run as outside it; each forward turns it on with
-    `autocast` and reuses the copies. The copies are valid until a
-    weight changes: open one per optimiser update, never across an optimiser step, and do not mix no-grad and
-    gradient forwards in one.
-    """
-    device = torch.device(device)
-    if not use_bf16(setting, device):
-        yield
-        return
-    # The outer region owns the cache (cleared when it ends); the inner one turns autocast off until a forward.
-    with torch.autocast(device.type, dtype=torch.bfloat16), torch.autocast(device.type, enabled=False):
         yield
 
 

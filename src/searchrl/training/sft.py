@@ -29,14 +29,8 @@ from searchrl.models import module_device
 from searchrl.rewards import RewardConfig, answer_in_retrieval, score_trajectories
 from searchrl.rollout import RolloutEngine, ScriptedBackend
 from searchrl.rollout.types import Trajectory, Turn
-from searchrl.training.batching import TokenBatch, collate, split_indices, token_logprobs
-from searchrl.training.policy import (
-    autocast,
-    make_optimizer,
-    make_scheduler,
-    trainable_parameters,
-    weight_cast_cache,
-)
+from searchrl.training.forward import TokenBatch, collate, split_indices, token_logprobs, weight_cast_cache
+from searchrl.training.policy import autocast, lr_multiplier, make_optimizer, set_learning_rate, trainable_parameters
 
 
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
@@ -90,6 +84,11 @@ def holdout_loss(
     return total / max(count, 1)
 
 
+def examples_needed(cfg: Any) -> int | None:
+    """How many trajectories the `sft:` settings `cfg` use: the hold-out plus `max_examples` (None: all)."""
+    return None if cfg.max_examples is None else cfg.max_examples + cfg.holdout
+
+
 def run_sft(
     model: torch.nn.Module,
     trajectories: Sequence[Trajectory],
@@ -118,16 +117,16 @@ def run_sft(
     if not data:
         raise DataError("sft: no trajectories with trained tokens left to learn from (check sft.data and sft.min_reward)")
     rng.shuffle(data)
-    if cfg.max_examples is not None:
-        data = data[: cfg.max_examples]
-    n_holdout = min(cfg.holdout, len(data) // 5)  # never hold out more than a fifth
+    # The hold-out is drawn first, then up to `max_examples` training examples from the rest. Data with no more
+    # trajectories than the hold-out asks for hold out a fifth instead (the result records how many).
+    n_holdout = cfg.holdout if len(data) > cfg.holdout else len(data) // 5
     holdout, train = data[:n_holdout], data[n_holdout:]
+    if cfg.max_examples is not None:
+        train = train[: cfg.max_examples]
     per_epoch = math.ceil(len(train) / cfg.batch_size)
     total_updates = max(1, math.ceil(per_epoch * cfg.epochs)) if cfg.epochs > 0 else 0
+    warmup_updates = int(round(cfg.warmup_ratio * total_updates))
     optimizer = make_optimizer(model, lr=cfg.lr)
-    scheduler = make_scheduler(
-        optimizer, warmup_steps=int(round(cfg.warmup_ratio * total_updates)), total_steps=total_updates, schedule="cosine"
-    )
     evaluate = lambda: holdout_loss(  # noqa: E731
         model, holdout, pad_id=pad_id, micro_batch_size=cfg.micro_batch_size, chunk_size=chunk_size, bf16=bf16
     )
@@ -142,6 +141,8 @@ def run_sft(
             rng.shuffle(perm)
             order += perm
         batch_idx, order = order[: cfg.batch_size], order[cfg.batch_size :]
+        lr = cfg.lr * lr_multiplier(update - 1, warmup_steps=warmup_updates, total_steps=total_updates, schedule="cosine")
+        set_learning_rate(optimizer, lr)
         micro = [batch_idx[i : i + cfg.micro_batch_size] for i in range(0, len(batch_idx), cfg.micro_batch_size)]
         # Token mean over the whole mini-batch: weight each micro-batch by its share of the trained tokens.
         batches = [collate([train[i] for i in idx], pad_id).to(device) for idx in micro]
@@ -157,13 +158,12 @@ def run_sft(
         grad_norm = torch.nn.utils.clip_grad_norm_(trainable_parameters(model), max_grad_norm or float("inf"))
         if torch.isfinite(grad_norm):
             optimizer.step()
-        scheduler.step()
         mean_loss = loss_sum / max(n_total, 1)
         losses.append(mean_loss)
         trained_tokens += n_total
         if metrics_path is not None:
             with open(metrics_path, "a", encoding="utf-8") as fh:
-                row = {"update": update, "sft/loss": mean_loss, "sft/grad_norm": float(grad_norm), "sft/lr": scheduler.get_last_lr()[0]}
+                row = {"update": update, "sft/loss": mean_loss, "sft/grad_norm": float(grad_norm), "sft/lr": lr}
                 fh.write(json.dumps(row) + "\n")
         if on_update is not None:
             on_update(update, total_updates, mean_loss)

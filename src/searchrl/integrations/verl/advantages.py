@@ -5,10 +5,10 @@ Registered with verl's ``register_adv_est``. verl calls a registered (non-``gae`
 ``(advantages, returns)``, both (B, T) (verl 0.9.1 ``ray_trainer.compute_advantage``). The estimator:
 
 1. R_b = Σ_t token_level_rewards[b, t] (the reward verl placed on the last response token);
-2. c_{b,t} = ``searchrl.algorithms.silver_turn_scores`` per group (uid), from the per-trajectory record the
+2. c_{b,t} = ``searchrl.rewards.silver_turn_scores`` per group (uid), from the per-trajectory record the
    ``searchrl_search_r1`` agent loop writes into ``extra_fields["searchrl"]`` (retrieved document ids and think
    text per turn, F1 and format validity);
-3. A = ``calibadv_advantages(R, uid, response_mask, c, rebalance_ratio)`` through ``build_objective``: GRPO,
+3. A = ``searchrl.algorithms.calibadv`` (R, uid, response_mask, c; rebalance_ratio) through ``build_objective``: GRPO,
    soft penalty on credited search turns of negative trajectories, in-group rebalance of final-turn advantages.
 
 The limitation (verl 0.9.1): step 2 needs the batch's non-tensor fields, and verl passes ``non_tensor_batch`` to
@@ -34,7 +34,8 @@ from typing import Any
 
 import torch
 
-from searchrl.algorithms import AdvantageBatch, build_objective, silver_turn_scores, turn_ids
+from searchrl.algorithms import AdvantageBatch, build_objective, turn_ids
+from searchrl.rewards import silver_turn_scores
 from searchrl.errors import ConfigError
 from searchrl.integrations.verl.config import ALGORITHM_KEY, section
 from searchrl.integrations.verl.records import RECORD_KEY
@@ -113,7 +114,7 @@ def compute_searchrl_calibadv_advantage(
     ``index``: the GRPO group id (verl's ``uid``) of each row. ``non_tensor_batch``: the batch's non-tensor fields,
     holding the agent loop's ``searchrl`` record per row (needed for the soft penalty; see the module docstring).
     ``_verl_extras`` absorbs keywords verl passes to every estimator that this one does not use
-    (``reward_baselines``). The math is ``searchrl.algorithms.calibadv_advantages``.
+    (``reward_baselines``). The math is ``searchrl.algorithms.calibadv``.
     """
     if index is None:
         raise ConfigError(

@@ -20,7 +20,8 @@ The monitor only decides; the trainer performs the stop or rollback. It is state
 windows, best values, the early-entropy baseline) and serialisable with `state_dict()` /
 `load_state_dict()`, so a resumed run keeps its history.
 
-Default thresholds come from the papers' curves (../shared/reference/algorithms.md §1(d), §2(d), §3(d)):
+Default thresholds come from the papers' curves (SAPO arXiv 2603.10069 Fig. 1, LLDS arXiv 2512.04220 Figs. 4
+and 7, CalibAdv arXiv 2604.18235's entropy monitor) and from this project's measured collapses (docs/experiments.md):
 GRPO's importance ratio falls from ≈1 to ≈0.02 and its clip fraction spikes to ≈0.27 while reward
 collapses (SAPO Fig. 1); entropy rises ≈4× before the collapse (SAPO Fig. 1(c); CalibAdv's entropy
 spikes); the valid-search rate and reward fall to zero (LLDS Figs. 4 and 7).
@@ -111,6 +112,12 @@ def default_rules() -> dict[str, RuleConfig]:
             window=1, warmup=1,
             description="valid-format rate fell below a third of its best in one step (measured in "
                         "docs/experiments.md: GRPO in the collapse regime went from 0.75 to 0.00 at step 2)",
+        ),
+        "answer_collapse": RuleConfig(
+            kind="drop_from_best", metrics=("env/answered",), threshold=1 / 3, window=1, warmup=1,
+            description="the share of trajectories that give an answer fell below a third of its best in one step "
+                        "(the agent stops answering: measured in docs/experiments.md, GRPO went from 0.94 to 0.06 "
+                        "at step 2, after which every group is all wrong and the gradient is zero)",
         ),
         "reward_drop": RuleConfig(
             kind="drop_from_best", metrics=("reward/mean",), threshold=0.5, window=5, warmup=10,

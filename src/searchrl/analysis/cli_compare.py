@@ -34,7 +34,7 @@ from rich.text import Text
 
 from searchrl.errors import ConfigError, SearchRLError
 from searchrl.fileio import atomic_write_bytes
-from searchrl.training.report import write_report
+from searchrl.analysis.report import write_report
 
 DEFAULT_ALGOS = "grpo,sapo,llds,calibadv"
 # Keys compare sets itself for every variant; an override of one of them would break the comparison.

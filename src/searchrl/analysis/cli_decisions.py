@@ -9,10 +9,10 @@ search again, or answer); every model is scored on those same contexts by teache
 and data come from the config (default: the demo's), as in `searchrl train`. For each model it prints the mean
 log-odds of searching again per question type, how many decisions are right, the AUC between points that need
 another search and points that do not, and the best that one shared shift of the log-odds could do; for each
-later model, the change against the first. See `searchrl.evaluation.decisions` for the definitions.
+later model, the change against the first. See `searchrl.analysis.decisions` for the definitions.
 """
 # This command lives in training/ because it reads a training config (load_config, validation_sources); the
-# analysis itself is searchrl.evaluation.decisions, which imports nothing from training.
+# analysis itself is searchrl.analysis.decisions, which imports nothing from training.
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def main(args: argparse.Namespace) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     # local: evaluation.decisions and training.trainer import torch (~2.2 s), evaluation.harness numpy (~0.2 s),
     # training.config ~0.17 s; `searchrl decisions --help` must not pay them
-    from searchrl.evaluation.decisions import (
+    from searchrl.analysis.decisions import (
         compare_summaries,
         decision_log_odds,
         decision_points,
@@ -62,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
     )
     from searchrl.evaluation.harness import evaluate
     from searchrl.training.config import load_config
-    from searchrl.training.trainer import validation_sources
+    from searchrl.training.state import validation_sources
 
     console = Console(stderr=True)
     cfg = load_config(args.config, list(args.overrides))
@@ -72,7 +72,7 @@ def main(args: argparse.Namespace) -> int:
     sources = validation_sources(cfg)
     model, tokenizer = load_policy(args.model[0], device=device)
     report = evaluate(model, tokenizer, sources, limit=args.limit or cfg.val.max_questions, protocol_cfg=cfg.protocol,
-                      rollout_cfg=cfg.rollout, batch_size=cfg.val.batch_size, seed=cfg.seed, progress=True)
+                      rollout_cfg=cfg.rollout, batch_size=cfg.val.batch_size, seed=cfg.val.sample_seed, progress=True)
     prefix = cfg.protocol.assistant_prefix
     prompts = {}
     for r in report.records:

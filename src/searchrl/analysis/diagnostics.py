@@ -1,10 +1,10 @@
 """Per-step collapse diagnostics: pure tensor functions, names under `diag/` (schema: docs/metrics.md).
 
-The three papers diagnose collapse from curves (see ../shared/reference/algorithms.md §1(d), §2(d), §3(d)):
-the importance-sampling ratio falling toward zero and the clip fraction spiking (SAPO Fig. 1), the
-likelihood of correct answers decaying (LLDS Figs. 2 and 9a), entropy running away and garbled text
-(CalibAdv's stability monitors). Every function here measures one family of those signals from the
-tensors the trainer already has; the trainer logs them every step and `training.monitor` watches them.
+The three papers diagnose collapse from curves: the importance-sampling ratio falling toward zero and the clip
+fraction spiking (SAPO arXiv 2603.10069 Fig. 1), the likelihood of correct answers decaying (LLDS arXiv 2512.04220
+Figs. 2 and 9a), entropy running away and garbled text (CalibAdv arXiv 2604.18235's stability monitors). Every
+function here measures one family of those signals from the tensors the trainer already has; the trainer logs them
+every step (`searchrl.training.metrics`) and `analysis.monitor` watches them.
 
 How the trainer uses them, once per step (keys and meanings: docs/metrics.md):
 
@@ -15,20 +15,13 @@ How the trainer uses them, once per step (keys and meanings: docs/metrics.md):
     row |= calibadv_diagnostics(turn_scores=scores_or_None, advantages_seq=seq_adv, group_ids=gids,
                                 rewards_f1=f1, format_valid=fmt)
     parts = [token_diagnostics(log_probs=lp, old_log_probs=old_mb, advantages=adv_mb, response_mask=mask_mb,
-                               turn_kind=kind_mb, entropy=ent_mb, clip_low=eps_low, clip_high=eps_high)
-             for each mini-batch update]
+                               turn_kind=kind_mb, entropy=ent_mb, base_acting=loss.terms[base].acting,
+                               penalty_acting={name: loss.terms[name].acting for name in penalties})
+             for each micro-batch of each update]
     row |= average_diagnostics(parts)
-    row["diag/sapo_active"], row["diag/llds_active"], row["diag/nonfinite_count"] = ...
 
-Conventions, shared by every function:
-- Shapes: `(B, T)` for per-token tensors (response tokens only, right-padded), `(B,)` per trajectory.
-- `response_mask` is 1 on model-sampled tokens and 0 on observation (`<information>`) tokens and padding.
-- `turn_kind` is a `(B, T)` integer tensor: 1 = token of a search-action turn, 2 = token of the answer
-  (final) turn, 0 = observation or padding (see `turn_kind_from_mask`).
-- An empty selection gives NaN, never an exception, so every documented key exists every step and the
-  key set never depends on options (style.md, "what to avoid" 7).
-- Values are computed without gradient, in float64, on the input's device. `token_diagnostics` returns
-  0-d tensors (one `.item()` sweep at logging time); the per-rollout functions return floats.
+Where a term acted (the clip of the surrogate, the region of a penalty) is read from the term itself (its
+`acting` mask), never re-derived here from its parameters.
 """
 
 from __future__ import annotations
@@ -38,6 +31,7 @@ from collections.abc import Sequence
 
 import torch
 
+from searchrl.algorithms import policy_loss_names
 from searchrl.algorithms.masks import turn_ids
 
 NAN = float("nan")
@@ -52,6 +46,9 @@ ANSWER_TURN = 2
 GARBLED_PPL_THRESHOLD = 50.0
 # A share of ratios below this is reported (`diag/is_ratio_lt_0.5`): SAPO's ISDD regime.
 LOW_RATIO = 0.5
+# ISDD as SAPO measures it (§3.2, Fig. 1a): tokens with A ≥ 0 whose ratio fell below 1 − ε, ε = 0.2 the PPO clip of
+# Search-R1 and SAPO's runs (a fixed measurement threshold, whatever clip the run's surrogate uses).
+ISDD_EPSILON = 0.2
 # CalibAdv: a group has a silver set when some format-valid rollout reaches F1 >= 0.7 (hard-coded there).
 SILVER_F1_THRESHOLD = 0.7
 # CalibAdv stores "no score" as 1e-6; a turn counts as soft-penalised only above it.
@@ -159,8 +156,8 @@ def token_diagnostics(
     response_mask: torch.Tensor,
     turn_kind: torch.Tensor,
     entropy: torch.Tensor | None = None,
-    clip_low: float = 0.2,
-    clip_high: float = 0.2,
+    base_acting: torch.Tensor | None = None,
+    penalty_acting: dict[str, torch.Tensor | None] | None = None,
 ) -> dict[str, torch.Tensor]:
     """Importance-ratio, drift, clipping and entropy diagnostics over sampled tokens (0-d tensors).
 
@@ -175,24 +172,25 @@ def token_diagnostics(
     - each of the above again with suffix `/nonneg_adv`: tokens with Â ≥ 0 only, the tokens of good (and
       all-equal) trajectories whose ratio falling is ISDD (SAPO Fig. 1a; its term acts on them).
     - `diag/log_ratio_drift` (and `/search`, `/answer`): λ = μ + σ²/2 of log r_t, see `log_ratio_drift`.
-    - `diag/clip_frac_low`: share of tokens with Â < 0 and r < 1 − ε_low; `diag/clip_frac_high`: share with
-      Â > 0 and r > 1 + ε_high; `diag/clip_frac` = their sum. These are exactly the tokens where PPO's
-      clipped branch wins, 𝟙[−Â·clip(r) > −Â·r] (Search-R1 `pg_clipfrac`, SAPO Fig. 1(b)), split by side.
+    - `diag/isdd_share`: share of tokens with Â ≥ 0 whose ratio fell below 1 − ε (ε = 0.2), and
+      `diag/isdd_ratio_mean` their mean ratio: ISDD as SAPO measures it (§3.2, Fig. 1a).
+    - `diag/clip_frac_low`: share of tokens with Â < 0 whose gradient the surrogate's clip cut off (PPO: r <
+      1 − ε_low); `diag/clip_frac_high`: Â > 0 (r > 1 + ε_high); `diag/clip_frac` = their sum (Search-R1
+      `pg_clipfrac`, SAPO Fig. 1(b)). Read from `base_acting`, the surrogate term's `acting` mask: a token with
+      Â ≠ 0 that is not acting was clipped. NaN without it.
     - `diag/entropy`: masked mean of the per-token entropy (NaN if `entropy` is None).
-    - `diag/sapo_region/{search,answer}_{pos,zero}`: share of tokens in SAPO's region (Â ≥ 0 and r ≤ 1, where
-      its term acts with γ = 0.1, τ = 1, the official code's defaults), split by turn kind and by Â > 0 (`pos`)
-      versus Â = 0 (`zero`: all-equal GRPO groups). Computed for every algorithm: under SAPO it says where the
-      term's gradient goes (each acting token gets the same weight, γ/N), under GRPO where it would act.
+    - `diag/<penalty>_region/{search,answer}_{pos,zero}`, for every registered penalty (`sapo`, `llds`, ...):
+      share of tokens where that penalty acted in this micro-batch (its `acting` mask, as the objective computed
+      it with the run's parameters), split by turn kind and by Â > 0 (`pos`) versus Â = 0 (`zero`: all-equal
+      GRPO groups). NaN when the objective does not use the penalty.
 
     All denominators are counts of the selected tokens; an empty selection gives NaN. Advantages may be
     (B,) (broadcast) or (B, T) (per token, e.g. after CalibAdv).
     """
     _check_same_shape(
         log_probs=log_probs, old_log_probs=old_log_probs, response_mask=response_mask, turn_kind=turn_kind,
-        entropy=entropy,
+        entropy=entropy, base_acting=base_acting, **{f"penalty_acting[{k}]": v for k, v in (penalty_acting or {}).items()},
     )
-    if clip_low < 0 or clip_high < 0:
-        raise ValueError(f"clip_low and clip_high must be >= 0, got {clip_low}, {clip_high}")
     with torch.no_grad():
         log_ratio = log_probs.detach().double() - old_log_probs.detach().double()  # (B, T)
         ratio = torch.exp(log_ratio)  # (B, T)
@@ -216,20 +214,27 @@ def token_diagnostics(
             out[f"diag/log_ratio_drift{suffix}"] = log_ratio_drift(log_ratio[sel])
 
         n_tokens = sampled.sum()
-        clipped_low = sampled & (adv < 0) & (ratio < 1.0 - clip_low)  # (B, T)
-        clipped_high = sampled & (adv > 0) & (ratio > 1.0 + clip_high)  # (B, T)
-        if n_tokens == 0:
+        below = sampled & (adv >= 0) & (ratio < 1.0 - ISDD_EPSILON)  # (B, T)
+        nonneg = (sampled & (adv >= 0)).sum()
+        out["diag/isdd_share"] = below.sum().double() / nonneg if nonneg > 0 else _nan(ratio)
+        out["diag/isdd_ratio_mean"] = ratio[below].mean() if below.any() else _nan(ratio)
+        if n_tokens == 0 or base_acting is None:
             out["diag/clip_frac_low"] = out["diag/clip_frac_high"] = out["diag/clip_frac"] = _nan(ratio)
         else:
-            out["diag/clip_frac_low"] = clipped_low.sum().double() / n_tokens
-            out["diag/clip_frac_high"] = clipped_high.sum().double() / n_tokens
+            cut = sampled & ~base_acting.bool()  # (B, T)
+            out["diag/clip_frac_low"] = (cut & (adv < 0)).sum().double() / n_tokens
+            out["diag/clip_frac_high"] = (cut & (adv > 0)).sum().double() / n_tokens
             out["diag/clip_frac"] = out["diag/clip_frac_low"] + out["diag/clip_frac_high"]
 
-        in_region = sampled & (adv >= 0) & (ratio <= 1.0)  # (B, T) SAPO acts here (official: A >= 0, r <= τ = 1)
-        for kind_name, kind in (("search", 1), ("answer", 2)):
-            for sign_name, sign in (("pos", adv > 0), ("zero", adv == 0)):
-                share = (in_region & sign & (turn_kind == kind)).sum().double() / n_tokens
-                out[f"diag/sapo_region/{kind_name}_{sign_name}"] = share if n_tokens > 0 else _nan(ratio)
+        for name in policy_loss_names("penalty"):
+            acting = (penalty_acting or {}).get(name)
+            for kind_name, kind in (("search", SEARCH_TURN), ("answer", ANSWER_TURN)):
+                for sign_name, sign in (("pos", adv > 0), ("zero", adv == 0)):
+                    key = f"diag/{name}_region/{kind_name}_{sign_name}"
+                    if acting is None or n_tokens == 0:
+                        out[key] = _nan(ratio)
+                    else:
+                        out[key] = (sampled & acting.bool() & sign & (turn_kind == kind)).sum().double() / n_tokens
 
         if entropy is None or n_tokens == 0:
             out["diag/entropy"] = _nan(ratio)
@@ -238,12 +243,16 @@ def token_diagnostics(
     return out
 
 
-TOKEN_DIAGNOSTIC_KEYS: tuple[str, ...] = tuple(
-    [f"diag/is_ratio_{n}{s}" for s in (*_KIND_SUFFIX, NONNEG_SUFFIX) for n in ("mean", "min", "p01", "p05", "lt_0.5")]
-    + [f"diag/log_ratio_drift{s}" for s in (*_KIND_SUFFIX, NONNEG_SUFFIX)]
-    + ["diag/clip_frac_low", "diag/clip_frac_high", "diag/clip_frac", "diag/entropy"]
-    + [f"diag/sapo_region/{k}_{s}" for k in ("search", "answer") for s in ("pos", "zero")]
-)
+def token_diagnostic_keys() -> tuple[str, ...]:
+    """The keys `token_diagnostics` returns (the region keys follow the registered penalties)."""
+    return tuple(
+        [f"diag/is_ratio_{n}{s}" for s in (*_KIND_SUFFIX, NONNEG_SUFFIX) for n in ("mean", "min", "p01", "p05", "lt_0.5")]
+        + [f"diag/log_ratio_drift{s}" for s in (*_KIND_SUFFIX, NONNEG_SUFFIX)]
+        + ["diag/isdd_share", "diag/isdd_ratio_mean"]
+        + ["diag/clip_frac_low", "diag/clip_frac_high", "diag/clip_frac", "diag/entropy"]
+        + [f"diag/{p}_region/{k}_{s}" for p in policy_loss_names("penalty") for k in ("search", "answer")
+           for s in ("pos", "zero")]
+    )
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -427,12 +436,12 @@ def calibadv_diagnostics(
 
 CALIBADV_DIAGNOSTIC_KEYS: tuple[str, ...] = ("diag/calibadv_soft_penalised_share", "diag/calibadv_empty_silver_share")
 
-# Keys the trainer or the objective provides (documented in docs/metrics.md), named here once.
-TRAINER_DIAGNOSTIC_KEYS: tuple[str, ...] = ("diag/sapo_active", "diag/llds_active", "diag/nonfinite_count")
-
-ALL_DIAGNOSTIC_KEYS: tuple[str, ...] = (
-    TOKEN_DIAGNOSTIC_KEYS + ROLLOUT_DIAGNOSTIC_KEYS + CALIBADV_DIAGNOSTIC_KEYS + TRAINER_DIAGNOSTIC_KEYS
-)
+def all_diagnostic_keys() -> tuple[str, ...]:
+    """Every `diag/` key of a metrics row: these functions' and the trainer's (each penalty's `_active` share, the
+    non-finite count, the probe set's log-likelihood), for the registered penalties."""
+    trainer = tuple(f"diag/{name}_active" for name in policy_loss_names("penalty"))
+    trainer += ("diag/nonfinite_count", "diag/probe_ll")
+    return token_diagnostic_keys() + ROLLOUT_DIAGNOSTIC_KEYS + CALIBADV_DIAGNOSTIC_KEYS + trainer
 
 
 def average_diagnostics(parts: Sequence[dict[str, torch.Tensor | float]]) -> dict[str, float]:

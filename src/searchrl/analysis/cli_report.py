@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from searchrl.training.report import write_report
+from searchrl.analysis.report import write_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
