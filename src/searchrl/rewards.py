@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from searchrl.rollout.types import Trajectory
 
 METRICS = ("em", "f1")
+TURN_SCORES = ("silver", "gold")  # CalibAdv's per-search-turn correctness: its silver documents, or gold passages
 _TAG_RE = re.compile(r"(</?(?:think|search|information|answer)>)")
 _PUNCTUATION = frozenset(string.punctuation)
 _YES_NO = ("yes", "no", "noanswer")
@@ -152,6 +153,11 @@ class RewardConfig:
         0.0, "Search-R1 v0.3 bonus when a gold answer was retrieved (0.0 there).", ge=0, le=1
     )
     max_answer_tags: int = setting(10, "more `<answer>` tags than this in the model text scores 0 (anti-spam).")
+    turn_scores: str = setting(
+        "silver", "CalibAdv's per-search-turn correctness c: \"silver\" (CalibAdv: documents the group's correct "
+        "rollouts retrieved) or \"gold\" (a turn that retrieves a new supporting passage of the question, where the "
+        "data names them: the world, HotpotQA)", choices=TURN_SCORES,
+    )
 
     def __post_init__(self) -> None:
         check(self, "reward")
@@ -373,18 +379,46 @@ def rows_by_group(group_ids: Sequence[str]) -> list[list[int]]:
     return list(groups.values())
 
 
-def turn_scores_by_group(trajectories: Sequence[Trajectory], group_ids: Sequence[str]) -> list[list[float]]:
-    """CalibAdv's per-search-turn correctness scores, computed group by group (`silver_turn_scores`)."""
+def gold_turn_scores(traj: Trajectory) -> list[float] | None:
+    """Intermediate-step correctness from the question's gold supporting passages: c_t = 1 for a search turn that
+    retrieved a supporting passage no earlier turn of the trajectory retrieved, else 0 (the step found new
+    evidence). None when the question names no supporting passages (`metadata.support_doc_ids`, which the
+    synthetic world and HotpotQA give; NQ does not)."""
+    support = set((traj.question.metadata or {}).get("support_doc_ids") or ())
+    if not support:
+        return None
+    seen: set[str] = set()
+    scores = []
+    for turn in (t for t in traj.turns if t.query is not None):
+        found = (set(turn.doc_ids) & support) - seen
+        scores.append(1.0 if found else 0.0)
+        seen.update(turn.doc_ids)
+    return scores
+
+
+def turn_scores_by_group(trajectories: Sequence[Trajectory], group_ids: Sequence[str],
+                         kind: str = "silver") -> list[list[float]]:
+    """CalibAdv's per-search-turn correctness scores c (one list per trajectory, one score per search turn).
+
+    `kind` (`reward.turn_scores`): "silver", CalibAdv's own, group by group (`silver_turn_scores`: documents the
+    group's correct rollouts retrieved); "gold", from the question's supporting passages (`gold_turn_scores`),
+    falling back to silver for a question that names none."""
+    if kind not in TURN_SCORES:
+        raise ValueError(f"unknown turn score kind {kind!r}; allowed: {list(TURN_SCORES)}")
     scores: list[list[float]] = [[] for _ in trajectories]
     for rows in rows_by_group(group_ids):
         members = [trajectories[i] for i in rows]
-        searches = [[turn for turn in tr.turns if turn.query is not None] for tr in members]
-        group_scores = silver_turn_scores(
-            [[turn.doc_ids for turn in s] for s in searches],
-            [[turn.think for turn in s] for s in searches],
-            [float(tr.extras.get("f1", 0.0)) for tr in members],
-            [bool(tr.extras.get("format_valid", False)) for tr in members],
-        )
+        gold = [gold_turn_scores(tr) for tr in members] if kind == "gold" else [None] * len(members)
+        if all(g is not None for g in gold):
+            group_scores = gold
+        else:
+            searches = [[turn for turn in tr.turns if turn.query is not None] for tr in members]
+            group_scores = silver_turn_scores(
+                [[turn.doc_ids for turn in s] for s in searches],
+                [[turn.think for turn in s] for s in searches],
+                [float(tr.extras.get("f1", 0.0)) for tr in members],
+                [bool(tr.extras.get("format_valid", False)) for tr in members],
+            )
         for i, row_scores in zip(rows, group_scores):
             scores[i] = list(row_scores)
     return scores

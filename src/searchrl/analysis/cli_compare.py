@@ -282,6 +282,7 @@ def main(args: argparse.Namespace) -> int:
         console.print(Text("compare: no variant produced metrics.jsonl; no report written", style="bold red"))
         return 1
     report_path = Path(args.report) if args.report else out / "report.html"
-    result = write_report(with_runs, report_path, title=f"searchrl compare: {', '.join(algos)}", extra_notes=notes)
+    result = write_report(with_runs, report_path, title=f"searchrl compare: {', '.join(algos)}", extra_notes=notes,
+                          reference=algos[0])  # the first of --algos is what the others are compared to
     console.print(Text(f"compare: report {result.html}"))
     return 1 if failed else 0

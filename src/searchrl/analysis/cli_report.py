@@ -15,10 +15,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: RUN_DIR/report.html for one run, <common parent>/report.html for several)",
     )
     parser.add_argument("--title", default=None, help="page title (default: the algorithms or run names)")
+    parser.add_argument("--reference", default=None, metavar="ARM",
+                        help="the arm the others are compared to, paired within seeds (default: the first arm)")
 
 
 def main(args: argparse.Namespace) -> int:
-    result = write_report(args.run_dirs, args.out, title=args.title)
+    result = write_report(args.run_dirs, args.out, title=args.title, reference=args.reference)
     print(f"report: {result.html}")
     for path in result.figures:
         print(f"figure: {path}")

@@ -101,6 +101,12 @@ class RunData:
     per_question: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # evals.json: when -> ds -> q
 
     @property
+    def seed(self) -> str:
+        """The run's seed: the ``-s<seed>`` suffix of its name (``sapo-s1`` -> ``1``), else its name."""
+        match = _SEED_SUFFIX.match(self.name)
+        return match["seed"] if match else self.name
+
+    @property
     def arm(self) -> str:
         """The run's arm: its name without a ``-s<seed>`` suffix (``sapo-s1`` -> ``sapo``), as compare names runs."""
         match = _SEED_SUFFIX.match(self.name)
@@ -666,43 +672,6 @@ def _test_gain(run: RunData) -> tuple[float, float, float, float, float]:
             _as_float(gain.get("ci_high")))
 
 
-def pooled_gain(members: Sequence[RunData], resamples: int = 2000, seed: int = 0) -> tuple[float, float, float, int]:
-    """The test EM gain of an arm pooled over its seeds, with a paired 95 % bootstrap interval over questions.
-
-    Uses each run's evals.json (per-question EM at the start and the end of RL); d_s(q) = final_s(q) − start_s(q).
-
-    - Every seed scored the same questions: gain = mean_q (mean_s d_s(q)); the interval resamples questions, and
-      every seed's outcome on a question moves with it.
-    - The seeds scored different questions (the evaluation's question sample is seeded, so a study whose runs
-      differ in `seed` tests each seed on its own sample): gain = mean_s (mean_q d_s(q)); the interval resamples
-      each seed's questions independently (a stratified bootstrap), so no question is dropped.
-
-    Returns (gain, low, high, n), n being the number of (seed, question) pairs scored.
-    """
-    import numpy as np  # local: numpy costs ~0.13 s to import; `searchrl report --help` must not pay it
-
-    tables = []
-    for run in members:
-        start, final = run.per_question.get("start", {}), run.per_question.get("final", {})
-        if len(start) != 1 or set(start) != set(final):
-            continue
-        ds = next(iter(start))
-        table = {q: float(final[ds][q]) - float(v) for q, v in start[ds].items() if q in final[ds]}
-        if table:
-            tables.append(table)
-    if not tables:
-        return math.nan, math.nan, math.nan, 0
-    per_seed = [np.array([t[q] for q in sorted(t)]) for t in tables]  # (Q_s,) each, questions in one order
-    gain = float(np.mean([d.mean() for d in per_seed]))
-    rng = np.random.default_rng(seed)
-    if all(set(t) == set(tables[0]) for t in tables):  # resample questions; every seed's outcome moves with one
-        d = np.mean(per_seed, axis=0)  # (Q,)
-        means = d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1)
-    else:  # resample each seed's own questions
-        means = np.mean([d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1) for d in per_seed], axis=0)
-    return gain, float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975)), sum(d.size for d in per_seed)
-
-
 def _spread(values: Sequence[float]) -> str:
     finite = [v for v in values if _finite(v)]
     if not finite:
@@ -711,8 +680,30 @@ def _spread(values: Sequence[float]) -> str:
     return _fmt(mean) if len(finite) == 1 else f"{_fmt(mean)} <span class='ci'>[{_fmt(min(finite))}, {_fmt(max(finite))}]</span>"
 
 
-def _arm_table_html(runs: Sequence[RunData]) -> str:
-    """Per arm over its seeds: validation EM at the start and end of RL, steps to collapse, test EM gain."""
+def study_tables(runs: Sequence[RunData]) -> dict[str, dict[str, dict[str, float]]]:
+    """arm -> seed -> d(q) = final − start test EM per question (evals.json), for `seeds.seed_study`."""
+    from searchrl.analysis.seeds import paired_differences  # local: numpy (~0.13 s), off `searchrl report --help`
+
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for arm, members in arms(runs).items():
+        for run in members:
+            table = paired_differences(run.per_question)
+            if table is not None:
+                out.setdefault(arm, {})[run.seed] = table
+    return out
+
+
+def _interval(summary: Mapping[str, Any], key: str) -> str:
+    low, high = summary[key]
+    return f"[{_fmt(low)}, {_fmt(high)}]" if _finite(low) else "–"
+
+
+def _arm_table_html(runs: Sequence[RunData], reference: str | None = None) -> tuple[str, dict[str, Any]]:
+    """Per arm over its seeds: validation EM at the start and end of RL, steps to collapse, test EM gain with its
+    per-question and seed-level intervals; then each arm against the reference arm, paired within seeds."""
+    from searchrl.analysis.seeds import seed_study  # local: numpy (~0.13 s), off `searchrl report --help`
+
+    study = seed_study(study_tables(runs), reference or next(iter(arms(runs)), None))
     body = []
     for arm, members in arms(runs).items():
         gains = [_test_gain(run) for run in members]
@@ -720,31 +711,47 @@ def _arm_table_html(runs: Sequence[RunData]) -> str:
             f"{html.escape(run.name)}: {_fmt(g[2], 3) if _finite(g[2]) else '–'}"
             + (f" [{_fmt(g[3])}, {_fmt(g[4])}]" if _finite(g[3]) else "") for run, g in zip(members, gains)
         )
-        pooled, low, high, n_questions = pooled_gain(members)
-        pooled_text = (f"{_fmt(pooled)} <span class='ci'>[{_fmt(low)}, {_fmt(high)}], {n_questions} seed-questions</span>"
-                       if _finite(pooled) else "–")
-        collapses = [collapse_step(run) for run in members]
-        collapse_text = ", ".join("–" if c is None else str(c) for c in collapses)
+        s = study["arms"].get(arm)
+        mean_text = f"{_fmt(s['mean'])} ({s['seeds']} seeds × {s['questions']} questions)" if s and s["questions"] else "–"
+        collapses = ", ".join("–" if c is None else str(c) for c in (collapse_step(run) for run in members))
         body.append(
             f"<tr><th>{html.escape(arm)}</th><td>{len(members)}</td>"
             f"<td>{_spread([_val_em(r, 'start') for r in members])}</td>"
-            f"<td>{_spread([_val_em(r, 'end') for r in members])}</td><td>{collapse_text}</td>"
+            f"<td>{_spread([_val_em(r, 'end') for r in members])}</td><td>{collapses}</td>"
             f"<td>{_spread([g[0] for g in gains])}</td><td>{_spread([g[1] for g in gains])}</td>"
-            f"<td>{pooled_text}</td><td class='src'>{per_seed}</td></tr>"
+            f"<td>{mean_text}</td>"
+            + "".join(f"<td>{_interval(s, k) if s and s['questions'] else '–'}</td>"
+                      for k in ("per_question", "seeds_t", "seeds_and_questions"))
+            + f"<td class='src'>{per_seed}</td></tr>"
         )
-    return (
+    versus = []
+    for arm, s in study["against_reference"].items():
+        if s["questions"]:
+            per_seed = ", ".join(_fmt(v) for v in s["per_seed"])
+            versus.append(f"<tr><th>{html.escape(arm)} − {html.escape(study['reference'])}</th><td>{_fmt(s['mean'])}</td>"
+                          + "".join(f"<td>{_interval(s, k)}</td>" for k in ("per_question", "seeds_t", "seeds_and_questions"))
+                          + f"<td class='src'>{per_seed}</td></tr>")
+    intervals = "<th>per question</th><th>t over seeds</th><th>seeds and questions</th>"
+    out = (
         "<table><thead><tr><th>arm</th><th>seeds</th><th>validation EM, start</th><th>validation EM, end</th>"
         "<th>collapse step per seed</th><th>test EM, start</th><th>test EM, end</th>"
-        "<th>test EM gain, pooled over seeds [paired 95 % CI]</th>"
-        "<th>per seed: gain [paired 95 % CI]</th></tr></thead><tbody>" + "".join(body) + "</tbody></table>"
+        f"<th>test EM gain, mean over seeds</th>{intervals}"
+        "<th>per seed: gain [paired 95 % CI over its questions]</th></tr></thead><tbody>" + "".join(body)
+        + "</tbody></table>"
+    )
+    if versus:
+        out += ("<table><thead><tr><th>arm − reference, paired within seeds</th><th>mean gain difference</th>"
+                f"{intervals}<th>per seed</th></tr></thead><tbody>" + "".join(versus) + "</tbody></table>")
+    return out + (
         "<p class='note'>Mean over seeds with [min, max]. Validation EM: the mean over validation datasets at the "
         "first and the last validation. A run collapsed at the first step where fewer than "
         f"{COLLAPSE_FORMAT_BELOW:.0%} of its trajectories were well-formed or a validation EM fell below "
-        f"{COLLAPSE_VAL_FRACTION:.0%} of its start (– = never). Test EM from each run's summary.json; the pooled "
-        "gain is the mean over seeds of each seed's paired gain (final − start on the questions that seed scored, "
-        "evals.json), its interval a bootstrap over questions (within each seed when the seeds scored different "
-        "question samples); the last column gives each seed's own paired gain.</p>"
-    )
+        f"{COLLAPSE_VAL_FRACTION:.0%} of its start (– = never). The test gain is each seed's paired gain "
+        "(final − start on the same questions, evals.json), averaged over seeds, on the questions every seed "
+        "scored; its 95 % intervals: a bootstrap over questions (these seeds), a t interval over the seeds' gains "
+        "(the run-to-run spread), and a two-level bootstrap over seeds and questions (both). A claim across seeds "
+        "rests on the last two. – : the seeds scored different questions, so no paired claim across them.</p>"
+    ), study
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -787,8 +794,11 @@ def write_report(
     *,
     title: str | None = None,
     extra_notes: Iterable[str] = (),
+    reference: str | None = None,
 ) -> ReportResult:
-    """Write the HTML report for `run_dirs` to `out_html` and PNGs beside it (`<stem>-<figure>.png`).
+    """Write the HTML report for `run_dirs` to `out_html` and PNGs beside it (`<stem>-<figure>.png`); with runs of
+    several seeds, also `<stem>-seeds.json`, each arm's gain with its seed-level intervals and each arm against
+    `reference` (default: the first arm), paired within seeds (`searchrl.analysis.seeds`).
 
     Raises DataError when no run folder has any metric row. Runs without data are listed with a note.
     """
@@ -849,7 +859,14 @@ def write_report(
         atomic_write_bytes(fig_path, png)
         figure_paths.append(fig_path)
 
-    page = _render_html(runs, figures, final_table(runs), notes, title or _default_title(runs))
+    arm_html = ""
+    if any(run.summary for run in runs) or any(len(m) > 1 for m in arms(runs).values()):
+        table_html, study = _arm_table_html(runs, reference)
+        arm_html = "<h2>Arms over seeds</h2>" + table_html
+        if any(len(m) > 1 for m in arms(runs).values()):
+            seeds_path = out.with_name(f"{out.stem}-seeds.json")
+            atomic_write_bytes(seeds_path, (json.dumps(study, indent=1, default=float) + "\n").encode("utf-8"))
+    page = _render_html(runs, figures, final_table(runs), notes, title or _default_title(runs), arm_html)
     atomic_write_bytes(out, page.encode("utf-8"))
     return ReportResult(html=out, figures=figure_paths, notes=notes)
 
@@ -861,7 +878,7 @@ def _default_title(runs: Sequence[RunData]) -> str:
 
 def _render_html(
     runs: Sequence[RunData], figures: Sequence[tuple[str, str, bytes]], table: FinalTable, notes: Sequence[str],
-    title: str,
+    title: str, arm_html: str = "",
 ) -> str:
     run_rows = []
     for run in runs:
@@ -898,9 +915,6 @@ def _render_html(
         if unique_notes else "<p class='note'>None.</p>"
     )
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    arm_html = ""
-    if any(run.summary for run in runs) or any(len(m) > 1 for m in arms(runs).values()):
-        arm_html = "<h2>Arms over seeds</h2>" + _arm_table_html(runs)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>

@@ -107,3 +107,44 @@ def gain_verdict(gain: dict) -> str:
     if gain["ci_high"] < 0:
         return text + "a real loss (the 95% interval excludes 0)"
     return text + "within the 95% interval, so not distinguishable from no change"
+
+
+# Two-sided 97.5% quantiles of Student's t with df = 1..30 degrees of freedom (beyond 30: the normal's 1.960).
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def seed_t_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """(mean, low, high): the 95% t interval over seeds, mean ± t_{0.975, n−1} · sd / √n, one value per seed
+    (e.g. each seed's paired gain). It treats the seeds as the sample: the run-to-run spread a new seed would show,
+    which a bootstrap over one seed's questions does not see. NaN bounds with fewer than two seeds."""
+    x = np.asarray([v for v in values if np.isfinite(v)], dtype=np.float64)
+    if x.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    mean = float(x.mean())
+    if x.size < 2:
+        return mean, float("nan"), float("nan")
+    t = _T975[x.size - 2] if x.size - 1 <= len(_T975) else 1.960
+    half = t * float(x.std(ddof=1)) / np.sqrt(x.size)
+    return mean, float(mean - half), float(mean + half)
+
+
+def seed_question_bootstrap(per_seed: Sequence[Sequence[float]], *, n_resamples: int = 2000, seed: int = 0,
+                            confidence: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high): a two-level percentile bootstrap of the mean over seeds of each seed's mean over
+    questions: resample seeds with replacement, then each drawn seed's questions with replacement.
+    `per_seed[s]` holds seed s's per-question values (e.g. paired EM differences), every seed scored on the same
+    questions in the same order. It carries both the seeds' spread and the questions' sampling error."""
+    tables = [np.asarray(v, dtype=np.float64) for v in per_seed]
+    if not tables or any(t.size == 0 for t in tables):
+        return float("nan"), float("nan"), float("nan")
+    if len({t.size for t in tables}) != 1:
+        raise ValueError("seed_question_bootstrap: every seed must be scored on the same questions")
+    values = np.stack(tables)  # (S, Q)
+    n_seeds, n_questions = values.shape
+    rng = np.random.default_rng(seed)
+    seeds = rng.integers(0, n_seeds, size=(n_resamples, n_seeds))  # (R, S)
+    questions = rng.integers(0, n_questions, size=(n_resamples, n_seeds, n_questions))  # (R, S, Q)
+    means = values[seeds[..., None], questions].mean(axis=(1, 2))  # (R,)
+    low, high = percentile_interval(means, confidence)
+    return float(values.mean()), low, high

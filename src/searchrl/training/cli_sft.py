@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -24,6 +25,11 @@ from searchrl.data import load_source
 from searchrl.errors import SearchRLError
 from searchrl.fileio import atomic_write_json, check_writable
 from searchrl.models import load_policy, resolve_device
+
+if TYPE_CHECKING:
+    import torch
+
+    from searchrl.training.config import Config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_sft_command(cfg: object, out: Path, *, evaluate_too: bool = False, device: object = None) -> dict:
+def run_sft_command(cfg: Config, out: Path, *, evaluate_too: bool = False, device: torch.device | None = None) -> dict:
     """Fine-tune the config's model with its `sft:` section on `device` (default: the config's train.device) and
     save it to `out` (HF folder + sft_summary.json)."""
     # local: torch (~2.2 s) and, through training.trainer, transformers (~1.1 s more) and searchrl.evaluation;

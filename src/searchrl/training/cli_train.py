@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 import yaml
@@ -72,6 +73,8 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         train(cfg, resume=bool(args.resume), console=not args.quiet)
-    except KeyboardInterrupt:
-        return 130  # the trainer saved what it could and printed how to resume
+    except KeyboardInterrupt as exc:  # the trainer saved what it could and printed how to resume
+        signum = getattr(exc, "signum", 2)
+        print(f"searchrl train: stopped by {'SIGTERM' if signum == 15 else 'SIGINT'}", file=sys.stderr)
+        return 128 + signum
     return 0

@@ -139,9 +139,10 @@ class TrainConfig:
         "(the same values up to float rounding)",
     )
     keep_groups_together: bool = setting(
-        False,
+        True,
         "shuffle whole GRPO groups instead of single trajectories, so a question's G trajectories sit next to each "
-        "other in the mini- and micro-batches (verl's layout); each forward then computes their shared prompt once",
+        "other in the mini- and micro-batches (verl's and TRL's layout); each forward then computes their shared "
+        "prompt once. false: shuffle single trajectories",
     )
     lr: float = setting(1e-6, "AdamW learning rate", ge=0)
     weight_decay: float = setting(0.0, "AdamW weight decay", ge=0)
@@ -545,7 +546,7 @@ def _derive(cfg: Config) -> Derived:
 
 def save_config(cfg: Config, path: Path) -> None:
     """Write the resolved config as YAML, atomically (it reloads with `load_config(path)`)."""
-    from searchrl.training.checkpoint import atomic_write_text
+    from searchrl.fileio import atomic_write_text
 
     header = f"# Resolved searchrl config (from {cfg.source or 'defaults'}). Reload: searchrl train --config {path}\n"
     atomic_write_text(path, header + yaml.safe_dump(to_dict(cfg), sort_keys=False, allow_unicode=True))

@@ -60,6 +60,7 @@ from searchrl.training.policy import (
 )
 from searchrl.training.state import (
     QuestionSampler,
+    RunInterrupted,
     StopTraining,
     TimeBudget,
     Trainer,
@@ -161,7 +162,8 @@ def rl_step(t: Trainer, step: int) -> StepOutput:
     rewards = torch.tensor([tr.reward for tr in trajectories], dtype=torch.float32, device=t.device)  # (N,)
 
     # 3. Advantages from the configured estimator.                                                        [ALGO]
-    turn_scores = turn_scores_by_group(trajectories, group_ids) if t.objective.needs_turn_scores else None
+    turn_scores = (turn_scores_by_group(trajectories, group_ids, cfg.reward.turn_scores)
+                   if t.objective.needs_turn_scores else None)
     advantages = t.objective.advantages(AdvantageBatch(rewards, group_ids, loss_mask, turn_scores))  # (N, T)
 
     # 4. Old (behaviour) log-probs, and the reference model's for the KL term; no gradient.
@@ -321,5 +323,5 @@ def fit(t: Trainer) -> None:
         if due or improved or step == cfg.train.steps or t.stop_requested:
             save(t, best=improved)
         if t.stop_requested:
-            raise KeyboardInterrupt
+            raise RunInterrupted(t.stop_requested)
         t.budget.record_step(t.budget.clock() - began, out.metrics["time/rollout_s"], out.generated_tokens)

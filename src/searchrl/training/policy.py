@@ -16,7 +16,7 @@ import math
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -24,6 +24,9 @@ from searchrl.errors import ConfigError
 from searchrl.fileio import give_umask_permissions
 from searchrl.models import is_lora, write_agent_settings
 from searchrl.settings import to_dict
+
+if TYPE_CHECKING:
+    from searchrl.training.config import Config
 
 
 def prepare_for_training(
@@ -197,7 +200,7 @@ def use_bf16(setting: bool | str, device: torch.device | str = "cpu") -> bool:
     return bf16_native(device) if setting == "auto" else bool(setting)
 
 
-def rollout_bf16(cfg: Any, device: torch.device | str) -> bool:
+def rollout_bf16(cfg: Config, device: torch.device | str) -> bool:
     """Resolve `rollout.bf16`: as set, or when null, `train.bf16` on a CUDA GPU and float32 on the CPU (where the
     oneDNN-packed float32 kernels decode faster than bf16 autocast)."""
     if cfg.rollout.bf16 is not None:

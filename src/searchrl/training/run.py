@@ -51,7 +51,15 @@ from searchrl.training.logger import EVENTS_FILE, METRICS_FILE, truncate_jsonl
 from searchrl.training.loop import build, fit
 from searchrl.training.policy import export_policy, trainable_layers
 from searchrl.training.sft import examples_needed, oracle_trajectories, read_trajectories, run_sft
-from searchrl.training.state import Trainer, TrainerState, record_validation, save, validate, validation_score
+from searchrl.training.state import (
+    RunInterrupted,
+    Trainer,
+    TrainerState,
+    record_validation,
+    save,
+    validate,
+    validation_score,
+)
 
 START_MODEL = "start_model"  # the policy at the start of RL (after any warm start), exported like final_model/
 FINAL_MODEL = "final_model"
@@ -60,14 +68,6 @@ CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
 # Errors of writing to the run folder (a full disk, a read-only folder), reported as messages, not tracebacks.
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """A signal stopped the run (after its checkpoint); `signum` says which, for the exit status 128 + signum."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 # ============================================================================================ train
@@ -193,7 +193,7 @@ def _stop_signals(t: Trainer) -> Iterator[None]:
     def handler(signum: int, frame: Any) -> None:
         if t.abortable or t.stop_requested:
             raise RunInterrupted(signum)
-        t.stop_requested = True
+        t.stop_requested = signum
         t.print(f"[yellow]{signal.Signals(signum).name}: finishing this step's updates, then saving a checkpoint "
                 "(signal again to stop without saving this step)[/yellow]")
 
@@ -383,13 +383,20 @@ def _finish(t: Trainer) -> dict[str, Any]:
     """Final evaluations (the last step's validation, then the test split), final_model/, final_eval.json and
     summary.json. The test split is evaluated here and at the start only; no decision reads it."""
     cfg = t.cfg
+    if t.state.step == 0 and "val_start" in t.state.evals:  # no RL step: the final model is the start of RL
+        t.state.evals.setdefault("last", t.state.evals["val_start"])
     last = t.state.evals.get("last")
     if last is None or last.get("step") != t.state.step:  # e.g. the time budget ended RL between validations
         if record_validation(t, validate(t, "final")) and is_complete(checkpoint_dir(t.run_dir, t.state.step)):
             if cfg.checkpoint.keep_best:
                 mark_best(t.run_dir, t.state.step, t.state.best_score)
         last = t.state.evals["last"]
-    final = validate(t, "final", test=True) if t.test_sources is not None else last
+    if t.test_sources is None:
+        final = last
+    elif t.state.step == 0 and "start" in t.state.evals:  # the same model the start-of-RL test evaluation scored
+        final = t.state.evals["start"]
+    else:
+        final = validate(t, "final", test=True)
     final = dict(final, label="final")
     t.state.evals["final"] = final
     if cfg.checkpoint.export_final:

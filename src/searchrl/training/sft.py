@@ -26,9 +26,12 @@ from searchrl.data.oracle import load_oracle
 from searchrl.data.types import Question
 from searchrl.errors import DataError
 from searchrl.models import module_device
+from searchrl.protocol import ProtocolConfig
 from searchrl.rewards import RewardConfig, answer_in_retrieval, score_trajectories
 from searchrl.rollout import RolloutEngine, ScriptedBackend
+from searchrl.rollout.engine import RolloutConfig
 from searchrl.rollout.types import Trajectory, Turn
+from searchrl.training.config import SFTConfig
 from searchrl.training.forward import TokenBatch, collate, split_indices, token_logprobs, weight_cast_cache
 from searchrl.training.policy import autocast, lr_multiplier, make_optimizer, set_learning_rate, trainable_parameters
 
@@ -84,7 +87,7 @@ def holdout_loss(
     return total / max(count, 1)
 
 
-def examples_needed(cfg: Any) -> int | None:
+def examples_needed(cfg: SFTConfig) -> int | None:
     """How many trajectories the `sft:` settings `cfg` use: the hold-out plus `max_examples` (None: all)."""
     return None if cfg.max_examples is None else cfg.max_examples + cfg.holdout
 
@@ -92,7 +95,7 @@ def examples_needed(cfg: Any) -> int | None:
 def run_sft(
     model: torch.nn.Module,
     trajectories: Sequence[Trajectory],
-    cfg: Any,
+    cfg: SFTConfig,
     *,
     pad_id: int,
     seed: int,
@@ -320,8 +323,8 @@ def oracle_trajectories(
     source: Any,
     tokenizer: Any,
     retriever: Any,
-    protocol_cfg: Any,
-    rollout_cfg: Any,
+    protocol_cfg: ProtocolConfig,
+    rollout_cfg: RolloutConfig,
     *,
     limit: int | None = None,
     think: bool = True,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,6 +48,14 @@ NAN = float("nan")
 def step_seed(seed: int, step: int, purpose: str) -> int:
     """A 31-bit seed that depends only on (run seed, step, purpose): resumed steps replay exactly."""
     return random.Random(f"{seed}:{step}:{purpose}").getrandbits(31)
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A signal stopped the run (after its checkpoint); `signum` says which, for the exit status 128 + signum."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 class StopTraining(SearchRLError):
@@ -133,7 +142,7 @@ class Trainer:
     state: TrainerState = field(default_factory=TrainerState)
     reference: Callable[[], Any] | None = None  # the frozen start of RL for the KL term (`ensure_reference`)
     abortable: bool = True  # Ctrl-C may drop the step in flight (no weight has moved since the last checkpoint)
-    stop_requested: bool = False  # a signal asked to stop after this step
+    stop_requested: int = 0  # the signal that asked to stop after this step (0: none)
 
     @property
     def pad_id(self) -> int:
@@ -318,11 +327,11 @@ class TimeBudget:
     """`train.time_budget_min`, counted from the trainer's start: RL stops after the last step that leaves time
     for the final evaluations, re-estimated before every step.
 
-    Needed for one more step: the longest of the last two steps, plus the final evaluations (the validation and
-    test evaluations of the start of RL, as long as they took then), both scaled by how much slower the machine
-    generates now than at the first RL step (its rollout's seconds per generated token, which other load on the
-    machine changes), plus a margin for the final checkpoint and exports. `clock` is `time.perf_counter` (a test
-    passes its own).
+    Needed for one more step: the longest of the last two steps (measured at the machine's present speed), plus
+    the final evaluations: the validation and test evaluations of the start of RL, as long as they took then,
+    scaled by how much slower the machine generates now than at the first RL step of this process (its rollout's
+    seconds per generated token, which other load on the machine changes), plus 10% and a margin for the final
+    checkpoint and exports. `clock` is `time.perf_counter` (a test passes its own).
     """
 
     minutes: float | None
@@ -356,7 +365,7 @@ class TimeBudget:
         """Whether one more step and then the final evaluations end within the budget."""
         if self.minutes is None or not self.step_walls:
             return True
-        step = self.slowdown() * max(self.step_walls[-2:])
+        step = max(self.step_walls[-2:])
         return self.elapsed() + step + self.needed_to_finish(final_eval_s) <= self.minutes * 60
 
 

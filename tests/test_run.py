@@ -1,0 +1,115 @@
+"""A run's lifecycle (training/run.py): the time budget bounds the whole run, the run folder is locked while a
+process owns it, and SIGTERM stops a run cleanly with a checkpoint."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from searchrl.training.config import load_config
+from searchrl.training.logger import read_jsonl
+from test_train import _train_process, _wait_rows, tiny_model, tiny_overrides  # noqa: F401 - tiny_model: a fixture
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
+
+
+class FakeClock:
+    """The trainer's clock (`train(clock=...)`), advanced only by the fake work below."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _run_with_load(tiny_model, run, monkeypatch, *, slower_from_step: int, slowdown: float) -> tuple[float, dict]:
+    """A tiny run on a fake clock where a training rollout costs 0.5 s a generated token (plus 20 s for its
+    update) and an evaluation 2 s a question, all `slowdown` times as long from RL step `slower_from_step` on
+    (other work arrived on the machine)."""
+    from searchrl.evaluation import harness
+    from searchrl.training import run as run_module
+
+    clock = FakeClock()
+    steps = {"n": 0}
+    load = lambda: slowdown if steps["n"] >= slower_from_step else 1.0  # noqa: E731
+    real_build, real_evaluate = run_module.build, harness.evaluate
+
+    def build_slow(*args, **kw):
+        t = real_build(*args, **kw)
+        real_run = t.engine.run
+
+        def slow_run(questions, group_size, **run_kw):
+            steps["n"] += 1
+            out = real_run(questions, group_size, **run_kw)
+            clock.now += load() * (0.5 * sum(sum(tr.response_mask) for tr in out) + 20.0)
+            return out
+
+        t.engine.run = slow_run  # the training rollouts only; evaluations make their own engine
+        return t
+
+    def slow_evaluate(*args, **kw):
+        report = real_evaluate(*args, **kw)
+        clock.now += load() * 2.0 * len(report.records)
+        return report
+
+    monkeypatch.setattr(run_module, "build", build_slow)
+    monkeypatch.setattr(harness, "evaluate", slow_evaluate)
+    cfg = load_config("demo", tiny_overrides(tiny_model, run, train__steps=200, train__time_budget_min=15,
+                                             val__at_start="true", val__max_questions=20, val__test_max_questions=40,
+                                             checkpoint__every=0, log__samples_every=0))
+    start = clock.now
+    summary = run_module.train(cfg, console=False, clock=clock)
+    return clock.now - start, summary
+
+
+def test_the_time_budget_bounds_the_whole_run_when_the_machine_slows_down(tiny_model, tmp_path, monkeypatch):
+    """The final evaluations are estimated from the start-of-RL ones, scaled by how much slower the machine now
+    generates; so a machine that turns 3x slower mid-run still ends within the budget plus a minute."""
+    elapsed, summary = _run_with_load(tiny_model, tmp_path / "run", monkeypatch, slower_from_step=3, slowdown=3.0)
+    assert summary["stopped_early"] and summary["steps"] >= 3
+    assert elapsed <= 15 * 60 + 60, elapsed
+
+
+def test_without_the_slowdown_estimate_the_same_run_overruns(tiny_model, tmp_path, monkeypatch):
+    """The check above can fail: estimating the final evaluations at their start-of-RL length (the code before)
+    overruns the budget on the same slowed machine."""
+    from searchrl.training.state import TimeBudget
+
+    monkeypatch.setattr(TimeBudget, "slowdown", lambda self: 1.0)
+    elapsed, _ = _run_with_load(tiny_model, tmp_path / "run", monkeypatch, slower_from_step=3, slowdown=3.0)
+    assert elapsed > 15 * 60 + 60, elapsed
+
+
+def test_a_locked_run_folder_refuses_a_second_process(tiny_model, tmp_path):
+    """Two `searchrl train` on one run.dir, 0.3 s apart: the second is refused with a message, and the first
+    finishes with its own rows only."""
+    run = tmp_path / "run"
+    args = tiny_overrides(tiny_model, run, train__steps=3, log__samples_every=0)
+    first = _train_process(args)
+    time.sleep(0.3)
+    second = _train_process(args)
+    out2, err2 = second.communicate(timeout=300)
+    out1, err1 = first.communicate(timeout=300)
+    assert first.returncode == 0, err1
+    assert second.returncode == 2 and "in use by a running searchrl process" in err2 and "Traceback" not in err2
+    assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == [1, 2, 3]
+
+
+def test_sigterm_saves_a_checkpoint_says_so_and_exits_non_zero(tiny_model, tmp_path):
+    run = tmp_path / "run"
+    proc = _train_process(tiny_overrides(tiny_model, run, train__steps=50, checkpoint__every=100, log__samples_every=0))
+    _wait_rows(run / "metrics.jsonl", 2, proc)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 143, err
+    assert "SIGTERM" in err and "Resume with: searchrl train --resume" in err and "Traceback" not in err
+    rows = read_jsonl(run / "metrics.jsonl")
+    checkpoints = sorted(p.name for p in (run / "checkpoints").iterdir() if p.name.startswith("step_"))
+    assert int(checkpoints[-1].split("_")[1]) == len(rows) >= 2  # every finished step is kept (every=100)
+    resumed = _train_process(["--resume", str(run), "train.steps=" + str(len(rows) + 1)])
+    _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == list(range(1, len(rows) + 2))
