@@ -77,9 +77,10 @@ class ModelConfig:
     )
     dtype: str = setting(
         "float32",
-        "dtype of the loaded weights: float32 (master weights; bf16 compute is train.bf16's autocast) or bfloat16, "
-        "LoRA runs only (the frozen base in bf16 halves its memory; the adapters stay float32)",
-        choices=("float32", "bfloat16"),
+        "dtype of the loaded weights: float32 (master weights; bf16 compute is train.bf16's autocast); bfloat16, "
+        "LoRA runs only (the frozen base in bf16 halves its memory; the adapters stay float32); float64 for "
+        "exact-math checks (needs train.bf16=false; several times slower)",
+        choices=("float32", "bfloat16", "float64"),
     )
     lora: LoraConfig = setting(factory=LoraConfig)
 
@@ -301,7 +302,10 @@ _Loader.add_implicit_resolver(
 
 
 def yaml_load(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    """Parse YAML with `_Loader`, refusing a key given twice and runaway alias expansion (`fileio.load_yaml`)."""
+    from searchrl.fileio import load_yaml
+
+    return load_yaml(text, _Loader)
 
 
 def packaged_config_names() -> list[str]:
@@ -340,8 +344,14 @@ def read_yaml(path: Path) -> dict:
     except UnicodeDecodeError as exc:
         line = path.read_bytes()[: exc.start].count(b"\n") + 1
         raise ConfigError(f"{path}:{line}: not valid UTF-8 ({exc.reason}); save the file as UTF-8") from None
+    from searchrl.fileio import yaml_input_error
+
     try:
         data = yaml_load(text)
+    except yaml_input_error() as exc:  # parses, but refused: a key given twice, an alias bomb
+        raise ConfigError(f"{path}:{exc.problem_mark.line + 1}: {exc.problem}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nests too deeply to read; flatten the file") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -361,9 +371,13 @@ def parse_override(text: str) -> tuple[str, Any]:
     key = key.strip()
     if not sep or not key or any(not part for part in key.split(".")):
         raise ConfigError(f"override '{text}' is not of the form dotted.key=value (e.g. train.lr=1e-6)")
+    from searchrl.fileio import yaml_input_error
+
     try:
         value = yaml_load(raw) if raw.strip() else None
-    except yaml.YAMLError:
+    except yaml_input_error() as exc:
+        raise ConfigError(f"override '{text}': {exc.problem}") from None
+    except (yaml.YAMLError, RecursionError):
         value = raw  # an unparsable value stays a string; the schema then says what it expected
     return key, value
 
@@ -466,7 +480,10 @@ def _check_consistency(cfg: Config) -> None:
 
     t = cfg.train
     check_device_spec(t.device, "train.device")  # the form only: the GPU itself is looked for when a run starts
-    if cfg.model.dtype != "float32" and not cfg.model.lora.enabled:
+    if cfg.model.dtype == "float64" and (t.bf16 is not False or cfg.rollout.bf16):
+        raise ConfigError("model.dtype: float64 computes in float64 throughout; set train.bf16=false (and leave "
+                          "rollout.bf16 null or false)")
+    if cfg.model.dtype == "bfloat16" and not cfg.model.lora.enabled:
         raise ConfigError(
             f"model.dtype: {cfg.model.dtype} weights need model.lora.enabled=true (only a frozen base may be stored "
             "in bf16: AdamW's updates at RL learning rates are below bf16's resolution and would be lost); for bf16 "
