@@ -215,7 +215,9 @@ def _chunk_logprob_entropy(
     with_entropy: bool,
     temperature: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    logits = F.linear(hidden, weight, bias).float()  # (n, V)
+    # At least float32 (bf16 autocast's logits are upcast); a float64 model (the exact-math tests) stays float64.
+    logits = F.linear(hidden, weight, bias)
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # (n, V)
     if temperature != 1.0:
         logits = logits / temperature  # the distribution the rollout sampled from (verl divides the same way)
     log_probs = torch.log_softmax(logits, dim=-1)  # (n, V)
@@ -434,8 +436,9 @@ def token_logprobs(
         lp_parts.append(lp)
         ent_parts.append(ent)
     B, T = batch.response_ids.shape
-    log_probs = torch.zeros((B, T), dtype=torch.float32, device=hidden.device)
-    entropy = torch.zeros((B, T), dtype=torch.float32, device=hidden.device) if with_entropy else None
+    dtype = torch.cat(lp_parts).dtype if lp_parts else torch.promote_types(hidden.dtype, torch.float32)
+    log_probs = torch.zeros((B, T), dtype=dtype, device=hidden.device)
+    entropy = torch.zeros((B, T), dtype=dtype, device=hidden.device) if with_entropy else None
     if lp_parts:
         log_probs = log_probs.index_put((rows, cols), torch.cat(lp_parts))
         if entropy is not None:

@@ -190,6 +190,8 @@ class PolicyForward:
         self.temperature = 1.0 if cfg.rollout.greedy else cfg.rollout.temperature
         self.deterministic = not has_dropout(t.model)
         self.lower = LowerBlockCache(t.model, enabled=self.deterministic)
+        # log-probs are float32 (float64 for a float64 model: the exact-math tests)
+        self.dtype = torch.promote_types(next(t.model.parameters()).dtype, torch.float32)
 
     def __call__(self, rows: Sequence[int], *, with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         sub = _sub_batch(self.batch, rows)
@@ -215,7 +217,7 @@ class BehaviourLogProbs:
     """
 
     def __init__(self, forward: PolicyForward, loss_mask: torch.Tensor, plan: list[list[list[list[int]]]]) -> None:
-        self.values = torch.zeros_like(loss_mask)
+        self.values = torch.zeros_like(loss_mask, dtype=forward.dtype)
         self.pending: set[int] = set()
         first_update = plan[0][0]
         with torch.no_grad():
@@ -238,7 +240,7 @@ class BehaviourLogProbs:
 
 def reference_log_probs(t: Trainer, forward: PolicyForward, plan: list[list[list[list[int]]]]) -> torch.Tensor:
     """log π_ref (N, T) of the step's trajectories under the frozen reference model, for the KL term."""
-    values = torch.zeros_like(forward.batch.response_mask, dtype=torch.float32)
+    values = torch.zeros_like(forward.batch.response_mask, dtype=forward.dtype)
     with torch.no_grad(), t.reference() as ref_model:
         for micro in (m for mini in plan[0] for m in mini):
             _scatter(values, micro, forward.of_model(ref_model or t.model, micro))
@@ -456,7 +458,7 @@ def has_dropout(model: torch.nn.Module) -> bool:
 
 
 def _scatter(target: torch.Tensor, rows: Sequence[int], values: torch.Tensor) -> None:
-    target[torch.tensor(list(rows), device=target.device), : values.shape[1]] = values.float()
+    target[torch.tensor(list(rows), device=target.device), : values.shape[1]] = values.to(target.dtype)
 
 
 # ============================================================================================ driving a run
