@@ -21,11 +21,28 @@ world: 4 RL steps of 2 questions x 2 rollouts, 2 optimiser updates per step, a c
   metrics.jsonl fsync, summary.json, the final_model/ export. The run must exit 2 with a one-line message (no
   traceback) and leave no temporary folder.
 
+- A corrupt newest checkpoint: a run killed after step 3's metrics row (its newest checkpoint is step 2, keep_last=1)
+  has one file of that checkpoint damaged the way disks and copies damage files: the weights truncated,
+  optimizer.pt cut to 100 bytes, state.json overwritten with text that is not JSON, one byte of rng.pt flipped, a
+  checkpoint without its manifest (as saved by earlier versions) whose optimizer.pt is truncated, best.json
+  overwritten. `--resume` must not end in a traceback: it resumes from the newest intact checkpoint (step 0 here)
+  and must end equal to the uninterrupted run; that its output names the checkpoint it skipped is reported apart
+  (it waits on the trainer printing `latest_checkpoint(run, skipped=[])`'s list).
+- SIGTERM (what `kill`, systemd and batch schedulers send) after checkpoint 1: the run must stop with a message,
+  exit without a traceback and resume to the uninterrupted run's end (waits on the trainer's SIGTERM handling).
+- Two runs on one run folder: `--resume` started while the run is still training must be refused at once, with a
+  message (waits on the trainer's run-folder lock); accepted, the two runs write the same files.
+
 Recovery is what a user does: `searchrl train --resume RUN` (or, for a run killed before its first checkpoint, the
 original command again). A fault is survived when no partial `checkpoints/step_*` folder is visible after it, one
 recovery command exits 0, no partial or temporary folder is left, and the metrics rows (time fields aside), events,
 checkpoint set, last checkpoint's weights, final_model/ weights, final_eval.json and summary.json equal the
 uninterrupted run's. A full disk must also end the run with exit code 2, one message line and no traceback.
+
+Every failure is also counted by class: traceback (in any run's or recovery's output), data loss (a partial
+checkpoint visible, or a recovered run that differs from the uninterrupted one), hang (a run or recovery that did
+not end within --timeout), silent accept (a second run on a busy run folder accepted) and signals (SIGTERM not
+handled cleanly); cases that wait on the trainer's changes are marked so in the table.
 
     .venv/bin/python benchmarks/probe_train_faults.py                       # all faults, 6 random kills (~5 min)
     .venv/bin/python benchmarks/probe_train_faults.py --random-kills 20 --seed 1 --keep /tmp/probe
@@ -194,16 +211,27 @@ def overrides(model: Path, run: Path) -> list[str]:
     return [f"{k}={v}" for k, v in values.items()]
 
 
-def launch(args: list[str], fault: dict | None = None) -> subprocess.Popen:
+def launch(args: list[str], fault: dict | None = None, *, stdout: bool = False) -> subprocess.Popen:
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                PROBE_FAULT=json.dumps(fault or {}))
-    return subprocess.Popen([sys.executable, "-c", BOOTSTRAP, *args], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, "-c", BOOTSTRAP, *args], env=env,
+                            stdout=subprocess.PIPE if stdout else subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def finish(proc: subprocess.Popen, timeout: float = 600) -> tuple[int, str]:
-    _, err = proc.communicate(timeout=timeout)
-    return proc.returncode, err
+TIMEOUT = [600.0]  # seconds a run or a recovery may take (--timeout)
+HUNG = -999  # the exit code `finish` reports for a process it had to kill
+
+
+def finish(proc: subprocess.Popen, timeout: float | None = None) -> tuple[int, str]:
+    """(exit code, stderr, with stdout after it when it was captured); a process past the timeout is killed and
+    reported with the exit code HUNG."""
+    try:
+        out, err = proc.communicate(timeout=timeout or TIMEOUT[0])
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        return HUNG, (err or "") + (out or "")
+    return proc.returncode, (err or "") + (out or "")
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -284,7 +312,50 @@ def recover(model: Path, run: Path) -> tuple[list[str], str]:
 
     args = ["--resume", str(run)] if latest_checkpoint(run) is not None else overrides(model, run)
     code, err = finish(launch(args))
+    if code == HUNG:
+        return ["hang: recovery did not end"], args[0]
+    if "Traceback" in err:
+        return [f"traceback in recovery: {err.strip().splitlines()[-1:]}"], args[0]
     return ([] if code == 0 else [f"recovery exited {code}: {err.strip().splitlines()[-1:]}"]), args[0]
+
+
+def classify(problems: list[str]) -> str:
+    """The class of a failed case: traceback, hang, other (a wrong exit code or message), or data loss (a partial
+    checkpoint visible, a file left behind, or a recovered run that differs from the uninterrupted one)."""
+    text = " ".join(problems)
+    if "traceback" in text.lower():
+        return "traceback"
+    if "hang" in text:
+        return "hang"
+    return "other" if text.startswith(("exit ", "recovery exited", "resume exited")) else "data loss"
+
+
+def _truncate_to(size: int):
+    def damage(path: Path) -> None:
+        path.write_bytes(path.read_bytes()[:size])
+    return damage
+
+
+def _flip_middle_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _legacy_and_truncated(path: Path) -> None:
+    (path.parent / "manifest.json").unlink(missing_ok=True)  # a checkpoint saved before manifests existed
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+# (label, file of the newest checkpoint, damage); the run is killed after step 3's metrics row first
+CORRUPT = [
+    ("corrupt: weights.safetensors cut in half", "weights.safetensors", lambda p: _truncate_to(p.stat().st_size // 2)(p)),
+    ("corrupt: optimizer.pt cut to 100 bytes", "optimizer.pt", _truncate_to(100)),
+    ("corrupt: state.json is not JSON", "state.json", lambda p: p.write_text("step: two\n")),
+    ("corrupt: one byte of rng.pt flipped", "rng.pt", _flip_middle_byte),
+    ("corrupt: no manifest (old format), optimizer.pt truncated", "optimizer.pt", _legacy_and_truncated),
+    ("corrupt: best.json is not JSON", "../best.json", lambda p: p.write_text("{")),
+]
 
 
 def landed(run: Path) -> str:
@@ -311,7 +382,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the random kill times")
     parser.add_argument("--only", default="", help="run only the faults whose label contains this text")
     parser.add_argument("--keep", default=None, metavar="DIR", help="work in DIR and keep it (default: a temp dir)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds a run or recovery may take (default 600)")
     args = parser.parse_args()
+    TIMEOUT[0] = args.timeout
 
     from searchrl.models import build_tiny_random_model
 
@@ -333,6 +406,8 @@ def main() -> int:
     print(f"uninterrupted run: {duration:.1f}s (run folder after {created:.1f}s); work folder {work}", flush=True)
 
     results: list[tuple[str, int, int, str]] = []  # (fault, injected, survived, notes)
+    classes = {name: 0 for name in ("traceback", "silent accept", "data loss", "hang", "signals", "other")}
+    waiting: dict[str, int] = dict.fromkeys(classes, 0)  # failures that wait on the trainer's changes
 
     def probe(label: str, fault: dict | None, kill_after: float | None = None) -> tuple[bool, bool, str]:
         run = work / f"run{len(results):02d}"
@@ -352,6 +427,10 @@ def main() -> int:
         else:
             injected = "probe: fault fired" in err
         problems = [f"partial {name} visible" for name in partial_steps(run)]
+        if code == HUNG:
+            problems.append("hang: the faulted run did not end")
+        if "Traceback" in err and fault is not None and fault.get("action") != "kill":
+            problems.append("traceback in the faulted run")
         if fault is not None and fault.get("action") != "kill":  # a full disk: a message, exit 2, no temp folder
             message = [ln for ln in err.splitlines() if ln.startswith("searchrl train: error:")]
             if code != 2 or not message or "Traceback" in err:
@@ -365,8 +444,103 @@ def main() -> int:
         note = f"{where}; recovered by {'--resume' if how == '--resume' else 'rerunning'}"
         if problems:
             note += "; " + ", ".join(problems)
+            classes[classify(problems)] += 1
         print(f"  {label}: {'ok' if not problems else 'FAILED'} ({note})", flush=True)
         return injected, injected and not problems, note
+
+    def newest_checkpoint(run: Path) -> Path | None:
+        found = sorted((run / "checkpoints").glob("step_*"))
+        return found[-1] if found else None
+
+    def probe_corrupt(label: str, name: str, damage) -> None:  # type: ignore[no-untyped-def]
+        run = work / f"run{len(results):02d}"
+        shutil.rmtree(run, ignore_errors=True)
+        code, _ = finish(launch(overrides(model, run), {"target": "log", "step": 3, "action": "kill"}))
+        newest = newest_checkpoint(run)
+        if code != -signal.SIGKILL or newest is None:
+            results.append((label, 0, 0, f"setup failed (exit {code})"))
+            print(f"  {label}: not injected (exit {code})", flush=True)
+            return
+        damage(newest / name)
+        code, err = finish(launch(["--resume", str(run)], stdout=True))
+        problems = []
+        if code == HUNG:
+            problems.append("hang: the resume did not end")
+        elif "Traceback" in err:
+            problems.append(f"traceback: {err.strip().splitlines()[-1][:150]}")
+        elif code != 0:
+            problems.append(f"resume exited {code}: {err.strip().splitlines()[-1:]}")
+        else:
+            problems += differences(run, ref)
+        if problems:
+            classes[classify(problems)] += 1
+        said = name == "../best.json" or newest.name in err
+        note = f"resumed from {newest.name} damaged; " + (", ".join(problems) or "equal to the uninterrupted run")
+        if not said:
+            note += f"; the output does not name the skipped {newest.name} [awaits the trainer]"
+        print(f"  {label}: {'ok' if not problems else 'FAILED'} ({note})", flush=True)
+        results.append((label, 1, int(not problems), note))
+
+    def wait_for(path: Path, proc: subprocess.Popen, seconds: float = 300) -> bool:
+        end = time.perf_counter() + seconds
+        while not path.exists() and proc.poll() is None and time.perf_counter() < end:
+            time.sleep(0.01)
+        return path.exists() and proc.poll() is None
+
+    def probe_sigterm() -> None:
+        label = "SIGTERM after checkpoint 1 [awaits the trainer's SIGTERM handling]"
+        run = work / f"run{len(results):02d}"
+        shutil.rmtree(run, ignore_errors=True)
+        proc = launch(overrides(model, run))
+        if not wait_for(run / "checkpoints" / "step_000001", proc):
+            finish(proc)
+            results.append((label, 0, 0, "the run ended before checkpoint 1"))
+            return
+        proc.send_signal(signal.SIGTERM)
+        code, err = finish(proc, timeout=120)
+        problems = []
+        if code == HUNG:
+            problems.append("hang: SIGTERM did not stop the run in 120 s")
+            classes["hang"] += 1
+        elif "Traceback" in err:
+            problems.append("traceback on SIGTERM")
+            classes["traceback"] += 1
+        elif code == -signal.SIGTERM or not err.strip():
+            problems.append(f"killed by the signal (exit {code}), no message")
+        if problems:
+            classes["signals"] += 1
+            waiting["signals"] += 1
+        bad, _ = recover(model, run)
+        bad = bad or differences(run, ref)
+        if bad:
+            classes[classify(bad)] += 1
+        note = ", ".join(problems + bad) or "stopped with a message, resumed to the same end"
+        print(f"  {label}: {'ok' if not problems + bad else 'FAILED'} ({note})", flush=True)
+        results.append((label, 1, int(not problems + bad), note))
+
+    def probe_two_runs() -> None:
+        label = "second --resume of a run still training [awaits the trainer's run-folder lock]"
+        run = work / f"run{len(results):02d}"
+        shutil.rmtree(run, ignore_errors=True)
+        first = launch(overrides(model, run))
+        if not wait_for(run / "checkpoints" / "step_000001", first):
+            finish(first)
+            results.append((label, 0, 0, "the run ended before checkpoint 1"))
+            return
+        second = launch(["--resume", str(run)])
+        try:
+            code, err = finish(second, timeout=20)
+        finally:
+            first.kill()
+            finish(first)
+        refused = code not in (0, HUNG) and "Traceback" not in err and bool(err.strip())
+        if not refused:
+            classes["silent accept"] += 1
+            waiting["silent accept"] += 1
+        note = ("refused: " + err.strip().splitlines()[-1][:150]) if refused else (
+            f"accepted: it was still running after 20 s (exit {code}); two runs wrote one folder")
+        print(f"  {label}: {'ok' if refused else 'FAILED'} ({note})", flush=True)
+        results.append((label, 1, int(refused), note))
 
     chosen = [(label, dict(spec, action="kill")) for label, spec in KILLS]
     chosen += [(label, dict({"action": "enospc"}, **spec)) for label, spec in DISK_FULL]
@@ -374,6 +548,13 @@ def main() -> int:
         if args.only in label:
             injected, survived, note = probe(label, spec)
             results.append((label, int(injected), int(survived), note))
+    for label, name, damage in CORRUPT:
+        if args.only in label:
+            probe_corrupt(label, name, damage)
+    if args.only in "SIGTERM after checkpoint 1":
+        probe_sigterm()
+    if args.only in "second --resume of a run still training":
+        probe_two_runs()
     if args.random_kills:
         rng = random.Random(args.seed)
         spots: dict[str, list[int]] = {}
@@ -395,6 +576,8 @@ def main() -> int:
     random_row = [r for r in results if r[0].startswith("SIGKILL at random")]
     if random_row:
         print(f"random kills landed (survived/drawn): {random_row[0][3]}")
+    print("failures by class: " + ", ".join(f"{k} {v}" + (f" ({waiting[k]} awaiting the trainer)" if waiting[k] else "")
+                                            for k, v in classes.items()))
     print(f"probe time {time.perf_counter() - began:.0f}s")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)

@@ -3,8 +3,8 @@
 #
 #   examples/real_data_evals.sh RUN_DIR NQ_DIR [TRANSFER_DIR ...] [--out DIR]
 #
-# e.g. examples/real_data_evals.sh runs/nq tests/fixtures/qa/nq_oracle ../shared/data/hotpotqa_distractor \
-#          ../shared/data/musique --out runs/nq/evals
+# e.g. examples/real_data_evals.sh runs/nq tests/fixtures/qa/nq_oracle tests/fixtures/qa/hotpotqa_distractor \
+#          --out runs/nq/evals
 #
 # On NQ_DIR's test part (the split the run held out): the untrained model with the run's protocol and budgets, the
 # start model in --mode direct and --mode rag (the papers' baseline rows), the start of RL and the end of RL; the

@@ -104,3 +104,121 @@ def test_eval_with_an_unreachable_retriever_fails_fast_naming_the_url(monkeypatc
     assert code == 2
     line = err.strip().splitlines()[-1]
     assert "http://127.0.0.1:9" in line and "searchrl serve" in line
+
+
+# --- outputs that would lose data: refused before any work, and nothing is touched -------------------------
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _dataset(folder: Path) -> Path:
+    """A small dataset folder: questions, a corpus and a file of the user's."""
+    folder.mkdir(parents=True)
+    (folder / "questions.jsonl").write_text('{"id": "1", "question": "who?", "golden_answers": ["a"]}\n')
+    (folder / "corpus.jsonl").write_text('{"id": "0", "contents": "\\"T\\"\\nsome text"}\n')
+    (folder / "notes.txt").write_text("my notes\n")
+    return folder
+
+
+@pytest.mark.parametrize("case", ["out_is_the_data", "foreign_json", "foreign_markdown_beside",
+                                  "foreign_json_with_overwrite", "samples_is_paired_with", "samples_is_the_report"])
+def test_eval_never_replaces_a_file_it_did_not_write_or_reads(case: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    no_work(monkeypatch)
+    data = _dataset(tmp_path / "d")
+    (tmp_path / "results.json").write_text('{"mine": true}\n')
+    (tmp_path / "report.md").write_text("# my own notes\n")
+    earlier = tmp_path / "earlier.jsonl"
+    earlier.write_text('{"dataset": "d", "uid": "d:1", "finish_reason": "answer", "em": 1.0, "f1": 1.0}\n')
+    argv, expected = {
+        "out_is_the_data": (["--data", str(data / "questions.jsonl"), "--out", str(data / "questions.jsonl")],
+                            f"--out {data / 'questions.jsonl'}: is {data / 'questions.jsonl'}, which this command "
+                            "reads and would replace; choose another --out"),
+        "foreign_json": (["--data", str(data), "--out", str(tmp_path / "results.json")],
+                         f"--out {tmp_path / 'results.json'}: exists and is not a searchrl eval report, so it is not "
+                         "replaced; choose another --out, or move it away first"),
+        "foreign_markdown_beside": (["--data", str(data), "--out", str(tmp_path / "report.json")],
+                                    f"--out {tmp_path / 'report.md'}: exists and is not a searchrl eval report"),
+        "foreign_json_with_overwrite": (["--data", str(data), "--out", str(tmp_path / "results.json"), "--overwrite"],
+                                        "(--overwrite replaces only a searchrl eval report)"),
+        "samples_is_paired_with": (["--data", str(data), "--paired-with", str(earlier), "--samples", str(earlier),
+                                    "--overwrite"], f"--samples {earlier}: is {earlier}, which this command reads"),
+        "samples_is_the_report": (["--data", str(data), "--out", str(tmp_path / "r.json"), "--samples",
+                                   str(tmp_path / "r.md")], "is also where --out writes the report"),
+    }[case]
+    before = _snapshot(tmp_path)
+    code, err = run(["eval", *argv], capsys)
+    assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
+    assert _snapshot(tmp_path) == before
+
+
+def test_index_build_never_empties_the_folder_of_its_corpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _dataset(tmp_path / "d")
+    before = _snapshot(data)
+    for extra in ([], ["--overwrite"]):  # the issue's case: --out is the folder that holds the corpus
+        code, err = run(["index", "build", "--corpus", str(data / "corpus.jsonl"), "--kind", "bm25", "--out",
+                         str(data), "--quiet", *extra], capsys)
+        assert code == 2 and err == (f"searchrl index: error: --out {data}: holds {data / 'corpus.jsonl'}, which "
+                                     "this command reads and would replace; choose another --out\n")
+    assert _snapshot(data) == before
+    # An index folder that holds its corpus is refused too; an index folder of its own is replaced with --overwrite.
+    index = tmp_path / "index"
+    assert run(["index", "build", "--corpus", str(data / "corpus.jsonl"), "--kind", "bm25", "--out", str(index),
+                "--quiet"], capsys)[0] == 0
+    code, err = run(["index", "build", "--corpus", str(data / "corpus.jsonl"), "--kind", "bm25", "--out", str(index),
+                     "--quiet"], capsys)
+    assert code == 2 and "already exists (a searchrl index folder); pass --overwrite to replace it" in err
+    assert run(["index", "build", "--corpus", str(data / "corpus.jsonl"), "--kind", "bm25", "--out", str(index),
+                "--quiet", "--overwrite"], capsys)[0] == 0
+    (index / "corpus.jsonl").write_text((data / "corpus.jsonl").read_text())
+    code, err = run(["index", "build", "--corpus", str(index / "corpus.jsonl"), "--kind", "bm25", "--out",
+                     str(index), "--quiet", "--overwrite"], capsys)
+    assert code == 2 and f"holds {index / 'corpus.jsonl'}, which this command reads" in err
+    assert (index / "corpus.jsonl").is_file() and (index / "manifest.json").is_file()
+
+
+def test_data_world_writes_only_into_a_new_folder_or_a_world(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _dataset(tmp_path / "d")
+    before = _snapshot(data)
+    for extra in ([], ["--overwrite"]):  # a dataset folder: its corpus.jsonl would be replaced by the world's
+        code, err = run(["data", "world", "--out", str(data), "--people", "20", *extra], capsys)
+        assert code == 2 and f"--out {data}: exists and is not a synthetic world folder, so it is not replaced" in err
+    assert _snapshot(data) == before
+    world = tmp_path / "world"
+    small = ["--people", "30", "--train", "20", "--dev", "5", "--test", "5"]
+    assert run(["data", "world", "--out", str(world), *small], capsys)[0] == 0
+    code, err = run(["data", "world", "--out", str(world), *small, "--seed", "1"], capsys)
+    assert code == 2 and "already exists (a synthetic world folder); pass --overwrite" in err
+    assert run(["data", "world", "--out", str(world), *small, "--seed", "1", "--overwrite"], capsys)[0] == 0
+    assert '"seed": 1' in (world / "world.json").read_text()
+
+
+def test_check_output_path_rules(tmp_path: Path) -> None:
+    from searchrl.fileio import check_output_path
+
+    mine = tmp_path / "mine.txt"
+    mine.write_text("made by me")
+    ours = lambda p: p.read_text() == "made by me"  # noqa: E731
+    assert check_output_path(tmp_path / "new.txt", "--out", ours=ours) == tmp_path / "new.txt"
+    with pytest.raises(ConfigError, match="pass --force to replace it"):
+        check_output_path(mine, "--out", ours=ours, flag="--force", kind="thing")
+    assert check_output_path(mine, "--out", ours=ours, overwrite=True) == mine
+    link = tmp_path / "link.txt"
+    link.symlink_to(mine)
+    with pytest.raises(ConfigError, match=f"--out {link}: is {mine}, which this command reads"):
+        check_output_path(link, "--out", inputs=[mine], ours=ours, overwrite=True)
+    folder = tmp_path / "f"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "MARK").write_text("")
+    (folder / "sub" / "in.jsonl").write_text("{}\n")
+    assert check_output_path(folder, "--out", inputs=["no-such-model"], ours="MARK", overwrite=True,
+                             folder=True) == folder  # an input that is a name, not a path, is no file to protect
+    with pytest.raises(ConfigError, match=f"holds {folder / 'sub' / 'in.jsonl'}"):
+        check_output_path(folder, "--out", inputs=[folder / "sub" / "in.jsonl"], ours="MARK", overwrite=True,
+                          folder=True)
+    (folder / "MARK").unlink()
+    with pytest.raises(ConfigError, match="exists and is not a file this command wrote"):
+        check_output_path(folder, "--out", overwrite=True, folder=True)

@@ -217,3 +217,113 @@ def test_checkpoint_files_get_the_umask_permissions_not_safetensors_0600(tmp_pat
     modes = {f.name: stat.S_IMODE(f.stat().st_mode) for f in folder.iterdir()}
     assert modes["weights.safetensors"] == 0o644, modes  # safetensors' save_file alone makes it 0600
     assert set(modes.values()) == {0o644}, modes
+
+
+# --- integrity: a manifest of sizes and hashes, verified on load; resumes skip a corrupt newest checkpoint ------
+
+
+def _truncate(path: Path, keep: int | None = None) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2 if keep is None else keep])
+
+
+def _flip_a_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_a_checkpoint_records_the_size_and_sha256_of_every_file(tmp_path):
+    import hashlib
+
+    folder = _save(tmp_path, 1)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert set(manifest["files"]) == set(checkpoint.FILES)
+    for name, entry in manifest["files"].items():
+        data = (folder / name).read_bytes()
+        assert entry == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    assert checkpoint.verify_checkpoint(folder) is None
+
+
+@pytest.mark.parametrize(("name", "damage", "reason"), [
+    ("weights.safetensors", _truncate, "bytes where the checkpoint's manifest says"),
+    ("optimizer.pt", _truncate, "bytes where the checkpoint's manifest says"),
+    ("state.json", lambda p: p.write_text("{not json"), "bytes where the checkpoint's manifest says"),
+    ("rng.pt", _flip_a_byte, "its contents differ from the sha256 in the checkpoint's manifest (corrupted)"),
+    ("manifest.json", lambda p: p.write_text("[]"), "not a checkpoint manifest"),
+])
+def test_a_corrupt_newest_checkpoint_is_skipped_named_and_refused(tmp_path, name, damage, reason):
+    _save(tmp_path, 1)
+    newest = _save(tmp_path, 2)
+    damage(newest / name)
+    found = checkpoint.verify_checkpoint(newest)
+    assert found is not None and found.startswith(f"{newest / name}: ") and reason in found and "\n" not in found
+    skipped: list = []
+    assert latest_checkpoint(tmp_path, skipped=skipped) == checkpoint_dir(tmp_path, 1)
+    assert skipped == [(newest, found)]
+    assert latest_checkpoint(tmp_path) == checkpoint_dir(tmp_path, 1)  # the trainer's call, unchanged
+    assert [s for s, _ in list_checkpoints(tmp_path)] == [1]
+    with pytest.raises(checkpoint.CorruptCheckpointError) as info:
+        load_checkpoint(newest, model=_model(0))
+    assert str(info.value).startswith(found) and "resume from an earlier checkpoint" in str(info.value)
+    assert isinstance(info.value, SearchRLError)
+
+
+def test_the_best_checkpoint_must_be_intact_and_best_json_readable(tmp_path):
+    best = _save(tmp_path, 1)
+    _save(tmp_path, 2)
+    mark_best(tmp_path, 1, 0.5)
+    assert best_checkpoint(tmp_path) == best
+    _truncate(best / "weights.safetensors")
+    assert best_checkpoint(tmp_path) is None
+    (tmp_path / "checkpoints" / "best.json").write_text("{oops")
+    assert best_checkpoint(tmp_path) is None  # was a JSONDecodeError traceback
+
+
+def _legacy(run_dir, step):
+    """A checkpoint as saved before manifests existed."""
+    folder = _save(run_dir, step)
+    (folder / "manifest.json").unlink()
+    return folder
+
+
+@pytest.mark.parametrize(("name", "damage", "reason"), [
+    ("weights.safetensors", lambda p: _truncate(p, p.stat().st_size - 4), "where its header says"),
+    ("weights.safetensors", _truncate, "not a readable safetensors file"),  # the cut is in the header
+    ("optimizer.pt", _truncate, "not a readable torch file"),
+    ("rng.pt", lambda p: _truncate(p, 100), "not a readable torch file"),
+    ("state.json", lambda p: p.write_text('{"step": 2'), "not a JSON object"),
+    ("state.json", lambda p: p.write_text("[]"), "not a JSON object"),
+])
+def test_a_checkpoint_without_a_manifest_is_judged_by_its_files_parsing(tmp_path, name, damage, reason):
+    _legacy(tmp_path, 1)
+    newest = _legacy(tmp_path, 2)
+    assert checkpoint.verify_checkpoint(newest) is None
+    state = load_checkpoint(newest, model=_model(0))
+    assert state["step"] == 2
+    damage(newest / name)
+    found = checkpoint.verify_checkpoint(newest)
+    assert found is not None and found.startswith(f"{newest / name}: ") and reason in found
+    assert latest_checkpoint(tmp_path) == checkpoint_dir(tmp_path, 1)
+    with pytest.raises(checkpoint.CorruptCheckpointError, match=f"{newest / name}: "):
+        load_checkpoint(newest, model=_model(0))
+
+
+def test_a_file_that_passes_the_checks_but_does_not_load_is_named(tmp_path, monkeypatch):
+    folder = _save(tmp_path, 1)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("PytorchStreamReader failed reading zip archive: failed finding central directory")
+
+    monkeypatch.setattr(checkpoint.torch, "load", broken)
+    with pytest.raises(checkpoint.CorruptCheckpointError, match=f"{folder / 'optimizer.pt'}: cannot be loaded "
+                                                                r"\(RuntimeError: PytorchStreamReader"):
+        load_checkpoint(folder, model=_model(0))
+
+
+def test_a_resume_of_a_run_whose_only_checkpoints_are_corrupt_finds_none(tmp_path):
+    folder = _save(tmp_path, 0)
+    _truncate(folder / "optimizer.pt")
+    skipped: list = []
+    assert latest_checkpoint(tmp_path, skipped=skipped) is None and [f for f, _ in skipped] == [folder]
+    assert checkpoint.complete_checkpoints(tmp_path) == [(0, folder)]  # the run did start: not to be replaced

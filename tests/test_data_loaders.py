@@ -180,7 +180,7 @@ def test_folder_source_with_corpus_and_splits(tmp_path: Path) -> None:
     folder = tmp_path / "mydata"
     folder.mkdir()
     write_jsonl(folder / "train.jsonl", flashrag_rows(4))
-    write_jsonl(folder / "test.jsonl", flashrag_rows(2))
+    write_jsonl(folder / "test.jsonl", flashrag_rows(6)[4:])  # held-out questions: none of train's
     write_jsonl(folder / "corpus.jsonl", [{"id": "0", "contents": '"T"\ntext'}])
     src = load_source(str(folder))
     assert isinstance(src, DataSource)
@@ -337,3 +337,44 @@ def test_a_folder_without_questions_says_which_files_it_expects(tmp_path: Path,
     assert cli_main(["data", "show", str(tmp_path)]) == 2
     err_text = capsys.readouterr().err
     assert "questions.jsonl" in err_text and "Traceback" not in err_text and len(err_text.splitlines()) == 1
+
+
+# --- a train split that leaks into dev or test -------------------------------------------------------------
+
+
+def test_a_question_in_both_train_and_a_held_out_file_is_refused(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    rows = flashrag_rows(8)
+    folder = tmp_path / "leaky"
+    folder.mkdir()
+    write_jsonl(folder / "train.jsonl", rows[:5])
+    write_jsonl(folder / "dev.jsonl", [rows[4], rows[5]])  # q4 is trained on and validated on
+    write_jsonl(folder / "test.jsonl", rows[6:])
+    with pytest.raises(DataError) as info:
+        load_source(f"{folder}@train")
+    assert str(info.value) == (f"{folder / 'train.jsonl'}: 1 question(s) of its train split are also in "
+                               f"{folder / 'dev.jsonl'} (same id and question; e.g. ids q4); the dev scores would "
+                               "count questions trained on: remove them from one of the files")
+    with pytest.raises(DataError, match=rf"{folder / 'dev.jsonl'}: 1 question\(s\) of its dev split are also in "
+                                        rf"{folder / 'train.jsonl'}"):
+        load_source(str(folder), split="dev")
+    assert [q.id for q in load_source(str(folder), split="test").questions] == ["q6", "q7"]  # test is clean
+    assert cli_main(["data", "show", f"{folder}@val"]) == 2
+    assert "e.g. ids q4" in capsys.readouterr().err
+    write_jsonl(folder / "test.jsonl", rows[:3] + rows[6:])  # three more, into test: a few ids are named
+    write_jsonl(folder / "dev.jsonl", [rows[5]])
+    with pytest.raises(DataError, match=r"3 question\(s\) of its test split .* e.g. ids q0, q1, q2\)"):
+        load_source(str(folder), split="test")
+
+
+def test_ids_numbered_from_zero_in_each_split_are_not_a_leak(tmp_path: Path) -> None:
+    # Search-R1's parquet numbers each split's rows from 0: the same id with another question is no leak.
+    folder = tmp_path / "searchr1"
+    folder.mkdir()
+    pq.write_table(searchr1_table([("nq", "who is a", ["a"], 0), ("nq", "who is b", ["b"], 1)]),
+                   folder / "train.parquet")
+    pq.write_table(searchr1_table([("nq", "who is c", ["c"], 0)]), folder / "test.parquet")
+    assert len(load_source(str(folder), split="train").questions) == 2
+    pq.write_table(searchr1_table([("nq", "who is b", ["b"], 1)]), folder / "test.parquet")
+    with pytest.raises(DataError, match=r"test.parquet: 1 question\(s\) of its test split are also in"):
+        load_source(str(folder), split="test")

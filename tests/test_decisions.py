@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import assert_same_math
 
 from searchrl.evaluation.decisions import (
     ANSWER_TAG,
@@ -47,11 +48,12 @@ def test_a_point_follows_each_observation_that_still_allows_a_search():
     assert decision_points([record(text="<answer>Z</answer>")], prompts, max_turns=4) == []
 
 
-def test_log_odds_match_an_unbatched_forward_of_each_full_sequence(tiny_model):
+def test_log_odds_match_an_unbatched_forward_of_each_full_sequence(tiny_model, float64_norms):
     from searchrl.models import load_policy
 
     torch.set_num_threads(1)
-    model, tok = load_policy(tiny_model)
+    # float64: batched (padded, mixed lengths) and unbatched forwards are the same math summed in other orders
+    model, tok = load_policy(tiny_model, dtype=torch.float64)
     contexts = ["Question: a?\n<search>a</search>" + OBS, "Q: a much longer question, with more words?\n"
                 "<search>b</search>" + OBS, "short"]
     got = decision_log_odds(model, tok, contexts, batch_size=4)  # 6 sequences: the batches mix lengths
@@ -60,12 +62,12 @@ def test_log_odds_match_an_unbatched_forward_of_each_full_sequence(tiny_model):
         ctx = tok(context)["input_ids"]
         ids = ctx + tok(tag, add_special_tokens=False)["input_ids"]
         with torch.no_grad():
-            lp = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), -1)
+            lp = torch.log_softmax(model(torch.tensor([ids])).logits[0], -1)
         return float(sum(lp[i - 1, ids[i]] for i in range(len(ctx), len(ids))))
 
     want = [seq_logprob(c, SEARCH_TAG) - seq_logprob(c, ANSWER_TAG) for c in contexts]
     assert got.shape == (3,)
-    assert torch.allclose(got, torch.tensor(want), atol=1e-4)
+    assert_same_math(got, torch.tensor(want, dtype=torch.float64))
 
 
 def points(needs: list[bool], group: str = "g") -> list[DecisionPoint]:
@@ -133,6 +135,7 @@ def test_cli_scores_every_model_on_the_first_ones_trajectories(tiny_model, tmp_p
     first, same, other = data["results"]
     assert [p["needs_search"] for p in first["points"]] == [True, False]
     assert [p["group"] for p in first["points"]] == ["bridge", "single-hop"]
+    # Exactly: the same model scored on the same batches with the same kernels, twice in one process
     assert same["points"] == first["points"] and same["change"]["shared_shift"] == 0.0
     assert other["points"] != first["points"]  # the checkpoint's weights were used
     assert (out / "decisions.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -330,6 +330,18 @@ def test_cli_eval_writes_json_markdown_and_samples(tiny_model_dir: Path, tmp_pat
     assert out.with_suffix(".md").read_text().startswith("| metric | world |")
     assert len((tmp_path / "s.jsonl").read_text().splitlines()) == 4
     assert "| EM |" in capsys.readouterr().out
+    # Run again into the same files: refused before any work without --overwrite, replaced with it.
+    again = ["eval", "--model", str(tiny_model_dir), "--data", "world", "--limit", "2", "--max-turns", "1",
+             "--max-turn-tokens", "4", "--out", str(out), "--samples", str(tmp_path / "s.jsonl"), "--no-progress",
+             "--resamples", "50", "--device", "cpu"]
+    assert cli_main(again) == 2
+    assert capsys.readouterr().err == (f"searchrl eval: error: --out {out}: already exists (a searchrl eval report); "
+                                       "pass --overwrite to replace it, or choose another --out\n")
+    assert json.loads(out.read_text())["datasets"]["world"]["n"] == 4
+    assert cli_main([*again, "--overwrite"]) == 0
+    assert json.loads(out.read_text())["datasets"]["world"]["n"] == 2
+    assert len((tmp_path / "s.jsonl").read_text().splitlines()) == 2
+    capsys.readouterr()
     assert cli_main(["eval", "--model", str(tiny_model_dir), "--template", "nope"]) == 2
     assert "--template 'nope': not a preset" in capsys.readouterr().err
     bad = tmp_path / "p.yaml"
@@ -358,7 +370,8 @@ def test_cli_eval_paired_with_an_earlier_evaluation(tiny_model_dir: Path, tmp_pa
     rows = [json.loads(line) for line in first.read_text().splitlines()]
     better = tmp_path / "better.jsonl"
     better.write_text("".join(json.dumps({**r, "em": 1.0, "f1": 1.0}) + "\n" for r in rows))
-    assert cli_main([*common, "--paired-with", str(first), "--paired-with", str(better), "--out", str(out)]) == 0
+    assert cli_main([*common, "--paired-with", str(first), "--paired-with", str(better), "--out", str(out),
+                     "--overwrite"]) == 0
     same, worse = json.loads(out.read_text())["paired"]
     assert (same["with"], worse["with"]) == (str(first), str(better))
     assert same["datasets"]["world"]["em_gain"] == 0.0
@@ -391,7 +404,7 @@ def test_cli_eval_uses_the_settings_an_exported_agent_carries(tiny_model_dir: Pa
     write_agent_settings(agent, protocol, {"max_turns": 1, "max_turn_tokens": 3, "max_obs_tokens": 16, "topk": 2,
                                            "temperature": 1.0})
     out = tmp_path / "res.json"
-    common = ["--data", "world", "--limit", "2", "--no-progress", "--resamples", "20", "--device", "cpu"]
+    common = ["--data", "world", "--limit", "2", "--no-progress", "--resamples", "20", "--device", "cpu", "--overwrite"]
     assert cli_main(["eval", "--model", str(agent), "--out", str(out), *common]) == 0
     settings = json.loads(out.read_text())["settings"]
     assert settings["protocol"]["instruction"] == "Q: {question}\n"

@@ -303,16 +303,22 @@ def test_build_index_errors_and_atomic_output(nq_corpus: Path, tmp_path: Path) -
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("user file")
-    with pytest.raises(ConfigError, match="already exists and is not empty"):
-        build_index(nq_corpus, "bm25", out, show_progress=False)
+    for overwrite in (False, True):  # not an index folder: never replaced, --overwrite or not
+        with pytest.raises(ConfigError, match=f"--out {out}: exists and is not a searchrl index folder"):
+            build_index(nq_corpus, "bm25", out, overwrite=overwrite, show_progress=False)
+    assert (out / "keep.txt").read_text() == "user file"
+    (out / "keep.txt").unlink()
     # A corpus that breaks near its end leaves neither the output nor a temporary folder behind.
     broken = tmp_path / "broken.jsonl"
     broken.write_text(nq_corpus.read_text() + '{"id": "x"}\n')
     with pytest.raises(DataError, match=rf"{broken}:990: needs either 'contents'"):
         build_index(broken, "bm25", tmp_path / "new", show_progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.jsonl", "out"]
+    build_index(_head(nq_corpus, 60, tmp_path / "small.jsonl"), "bm25", out, show_progress=False)
+    with pytest.raises(ConfigError, match=f"--out {out}: already exists .*; pass --overwrite to replace it"):
+        build_index(_head(nq_corpus, 50, tmp_path / "small.jsonl"), "bm25", out, show_progress=False)
     build_index(_head(nq_corpus, 50, tmp_path / "small.jsonl"), "bm25", out, overwrite=True, show_progress=False)
-    assert read_manifest(out)["num_docs"] == 50 and not (out / "keep.txt").exists()
+    assert read_manifest(out)["num_docs"] == 50
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
@@ -381,7 +387,7 @@ def test_build_into_an_unwritable_out_fails_before_reading_the_corpus(nq_corpus:
     for out, extra, message in (
             (blocker / "idx", [], f"cannot build {blocker / 'idx'}: {blocker} is a file, not a folder"),
             (blocker / "a" / "idx", [], f"{blocker} is a file, not a folder"),
-            (blocker, ["--overwrite"], f"{blocker} is a file, not a folder; choose another --out")):
+            (blocker, ["--overwrite"], f"--out {blocker}: is a file, not a folder; choose another --out")):
         assert cli_main(["index", "build", "--corpus", str(nq_corpus), "--kind", "dense", "--out", str(out),
                          "--quiet", *extra]) == 2
         err = capsys.readouterr().err
@@ -610,3 +616,20 @@ def test_bm25s_is_imported_without_starting_jax(tmp_path: Path) -> None:
     # The control: a plain import does start the stand-in JAX, so the check above can fail.
     subprocess.run([sys.executable, "-c", "import bm25s"], env=env, check=True, timeout=120)
     assert marker.exists()
+
+
+def test_passages_without_a_title_line_are_counted_in_one_warning(tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    rows = [_line(str(i), f'"T{i}"\ntext {i}') for i in range(10)]
+    rows[3] = _line("3", "a whole passage on one line")  # all of it would be shown as the title
+    rows[7] = _line("7", "Unquoted title\ntext 7")
+    rows.append(json.dumps({"id": "10", "title": "T10", "text": "from fields"}))  # fields: always titled
+    path = tmp_path / "untitled.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    with caplog.at_level("WARNING", logger="searchrl.retrieval.corpus"):
+        folder = build_index(path, "bm25", tmp_path / "index", show_progress=False)
+    assert read_manifest(folder)["num_docs"] == 11  # indexed all the same
+    assert caplog.messages == [
+        f"{path}: 2 passage(s) do not open with a '\"Title\"' line (the first on line 4); they are indexed, but the "
+        "agent sees their first line (or all of a passage without a line break) as its title: write contents as "
+        "'\"Title\"\\ntext', or give 'title' and 'text' fields"]

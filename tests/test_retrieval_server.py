@@ -144,6 +144,10 @@ def test_retrieve_matches_search_r1_shapes(http: httpx.Client, local) -> None:
     (b"[" * 100_000, 400, "nests JSON too deeply"),  # was a 500 (RecursionError)
     (b'{"queries": [' * 50_000, 400, "nests JSON too deeply"),
     (b'{"queries": ["a"], "topk": ' + b"9" * 5000 + b"}", 400, "not valid JSON"),  # was a 500 (int digit limit)
+    # A misspelt field was ignored (top_k: 5 got the default 3 hits): now named, with the fields there are.
+    (b'{"queries": ["a"], "top_k": 5}', 422, "unknown field 'top_k'; a request has only the fields queries, topk, "
+                                             "return_scores"),
+    (b'{"queries": ["a"], "topk": 2, "return_score": true}', 422, "unknown field 'return_score'"),
 ])
 def test_bad_requests_get_clear_4xx(http: httpx.Client, payload: bytes, status: int, message: str) -> None:
     response = http.post("/retrieve", content=payload, headers={"content-type": "application/json"})
@@ -285,7 +289,7 @@ def test_cli_index_info_search_and_errors(index_dir: Path, tmp_path: Path, capsy
                      "--quiet"]) == 2
     assert f"{bad}:2: not valid JSON" in capsys.readouterr().err
     assert cli_main(["index", "build", "--corpus", str(bad), "--kind", "bm25", "--out", str(index_dir)]) == 2
-    assert "already exists and is not empty" in capsys.readouterr().err
+    assert f"--out {index_dir}: already exists (a searchrl index folder); pass --overwrite" in capsys.readouterr().err
     assert cli_main(["serve", "--index", str(tmp_path / "none")]) == 2
     assert "no index, corpus or URL" in capsys.readouterr().err
 
@@ -420,3 +424,57 @@ def test_serve_warns_when_reachable_from_other_machines_without_a_token(index_di
         warning = "warning: listening on 192.0.2.1, which other machines can reach, without a token"
         assert (warning in done.stderr) == warned
         assert "Traceback" not in done.stderr
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    """One HTTP response (headers and a Content-Length body) from a raw socket; b"" if the server closed it."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
+def test_a_connection_whose_headers_do_not_arrive_in_time_is_closed(index_dir: Path) -> None:
+    proc, url = _start_server("--index", str(index_dir), "--header-timeout", "1")
+    host, port = url.removeprefix("http://").split(":")
+    try:
+        # slowloris: a request line and one header, then nothing; and a connection that sends nothing at all
+        slow, silent = (socket.create_connection((host, int(port)), timeout=15) for _ in range(2))
+        slow.sendall(b"POST /retrieve HTTP/1.1\r\nHost: x\r\n")
+        started = time.monotonic()
+        assert slow.recv(100) == b"" and silent.recv(100) == b""  # closed by the server, not by our 15 s timeout
+        assert time.monotonic() - started < 10
+        # A kept-alive connection idling longer than the header timeout between requests is not cut by it
+        # (the idle time is uvicorn's keep-alive timeout's), and a whole request is answered.
+        with socket.create_connection((host, int(port)), timeout=15) as kept:
+            for _ in range(2):
+                kept.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert _read_response(kept).startswith(b"HTTP/1.1 200")
+                time.sleep(1.5)
+        assert httpx.get(url + "/health").status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_serve_stops_cleanly_on_sigterm(index_dir: Path) -> None:
+    import signal
+
+    proc = subprocess.Popen([str(SEARCHRL), "serve", "--index", str(index_dir), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = next(line for line in proc.stdout if "listening on " in line).split("listening on ")[1].split()[0]
+        assert httpx.post(url + "/retrieve", json={"queries": QUERIES}).status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err  # was -15: uvicorn re-raised SIGTERM after its shutdown
+    assert err == "searchrl serve: stopped (SIGTERM)\n"

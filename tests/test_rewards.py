@@ -9,6 +9,7 @@ from searchrl.errors import ConfigError
 from searchrl.protocol import INVALID_ACTION_MESSAGE
 from searchrl.rewards import (
     RewardConfig,
+    _search_r1_normalize,
     answer_in_retrieval,
     cover_em,
     exact_match,
@@ -180,3 +181,35 @@ def test_score_trajectories_and_config_errors():
     with pytest.raises(ConfigError, match="reward.fromat_score: unknown key"):
         RewardConfig.from_dict({"fromat_score": 0.2})
     assert RewardConfig.from_dict({"preset": "search_r1_v03", "metric": "f1"}) == RewardConfig.search_r1_v03("f1")
+
+
+def test_unicode_forms_of_one_answer_match() -> None:
+    import unicodedata
+
+    composed = "Müller, São Paulo and Ærøskøbing"
+    decomposed = unicodedata.normalize("NFD", composed)
+    assert decomposed != composed and _search_r1_normalize(decomposed) != _search_r1_normalize(composed)
+    assert exact_match(composed, [decomposed]) == 1.0 and exact_match(decomposed, composed) == 1.0
+    assert f1(composed, [decomposed]) == 1.0
+    # compatibility forms: full-width letters and punctuation, a ligature, a non-breaking space
+    assert exact_match("ＴＨＥ Ｂｅａｔｌｅｓ！", ["the beatles"]) == 1.0
+    assert exact_match("ﬁnland\u00a0city", ["finland city"]) == 1.0
+
+
+def test_unicode_normalisation_only_adds_matches_to_search_r1s() -> None:
+    """Answers Search-R1's normaliser matches still match: the edits it ignores (case, ASCII punctuation, articles,
+    spacing) applied to random text around combining marks and compatibility characters never break a match."""
+    import random
+
+    rng = random.Random(0)
+    alphabet = ["a", "e", "o", "n", "x", "\u0301", "\u0308", "\u00e9", "\uff41", "\ufb01", "\u00bd", "-", ".", " "]
+    ignored = [".", ",", "!", "-", "'", " the ", " a ", "  ", "\t"]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+        edited = list(text)
+        for _ in range(rng.randint(1, 3)):
+            edited.insert(rng.randint(0, len(edited)), rng.choice(ignored))
+        other = "".join(edited)
+        other = other.upper() if rng.random() < 0.3 else other
+        if _search_r1_normalize(text) == _search_r1_normalize(other):
+            assert normalize_answer(text) == normalize_answer(other), (text, other)

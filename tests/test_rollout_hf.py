@@ -2,6 +2,11 @@
 
 Uses a tiny randomly initialised llama (no download); one slow test runs the real SmolLM2-135M-Instruct with a
 BM25 index over the real NQ sample.
+
+Precision (tests/README.md): the tests of the cache's logic (a cached or batched decode against a full forward or
+another batching) run the tiny model in float64 (`tiny64`), where the greedy token is the full forward's argmax
+and log-probs agree to `same_math`; the tests of the float32 kernels themselves (the oneDNN-packed linears, used in
+float32 only) and of bf16 sampling keep `tiny` in float32 with tolerances derived from the magnitudes involved.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import os
 import pytest
 import torch
 
+from conftest import EPS32, float32_logprob_tolerance, same_math
+
 from searchrl.data import Question
 from searchrl.models import build_tiny_random_model, load_policy
 from searchrl.protocol import ProtocolConfig, encode_text
@@ -19,6 +26,9 @@ from searchrl.retrieval import Hit
 from searchrl.rollout import HFBackend, RolloutConfig, RolloutEngine, SamplingParams, full_forward_logprobs
 from searchrl.rollout.backend import sample_tokens
 
+
+
+pytestmark = pytest.mark.usefixtures("float64_norms")  # conftest.py: float64 models compute in float64
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -32,10 +42,25 @@ def one_thread():
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
+def tiny_path(tmp_path_factory):
     # initializer_range 0.5 gives peaked next-token distributions, so greedy decoding has clear winners.
-    path = build_tiny_random_model(tmp_path_factory.mktemp("tiny") / "m", initializer_range=0.5, seed=3)
-    return load_policy(path)
+    return build_tiny_random_model(tmp_path_factory.mktemp("tiny") / "m", initializer_range=0.5, seed=3)
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_path):
+    """The tiny model in float32: for the float32 (oneDNN-packed) and bf16 kernels themselves."""
+    return load_policy(tiny_path)
+
+
+@pytest.fixture(scope="module")
+def tiny64(tiny_path):
+    """The same weights in float64: for the cache's logic against a full forward (same math, two code paths).
+    Float32 runs of two paths differ by up to 4e-5 in log-probs and this model has greedy near-ties down to 3e-3
+    between its two best tokens; in float64 (with conftest's `float64_norms`) two paths differ by ~1e-14."""
+    model, tok = load_policy(tiny_path, dtype=torch.float64)
+    assert next(model.parameters()).dtype == torch.float64
+    return model, tok
 
 
 class EchoRetriever:
@@ -80,33 +105,46 @@ def _run_session(model, tok, prompts, *, greedy=True, temperature=1.0, seed=0, *
 
 
 def _full_logprobs(model, seq: list[int], temperature: float = 1.0) -> torch.Tensor:
+    """(T, V) log-probs of one full forward, in the model's precision (at least float32: float64 stays float64)."""
     with torch.inference_mode():
-        logits = model(input_ids=torch.tensor([seq], device=model.device)).logits[0].float()  # (T, V)
+        logits = model(input_ids=torch.tensor([seq], device=model.device)).logits[0]  # (T, V)
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
     return torch.log_softmax(logits / temperature, dim=-1).cpu()
+
+
+def _assert_chosen_within(full: torch.Tensor, tol: torch.Tensor, position: int, token: int, logprob: float) -> None:
+    """float32 form of "the greedy token is the full forward's argmax, with its log-prob": the chosen token's
+    full-forward log-prob is within `tol` of the maximum (a near-tie may go either way under another summation
+    order), and the sampled log-prob within `tol` of the full forward's."""
+    row, bound = full[position - 1], float(tol[position - 1])
+    assert float(row.max() - row[token]) <= bound, (position, token, float(row.max() - row[token]), bound)
+    assert abs(float(row[token]) - logprob) <= bound, (position, token, float(row[token]) - logprob, bound)
 
 
 # kv_bucket 16: attention over bucketed key lengths (a GPU's default is 64), the extra columns masked; with
 # prefill_tokens 2 every prefill chunk is one column wide while the chunks after it are already marked real.
 @pytest.mark.parametrize(("kv_bucket", "prefill_tokens"), [(None, 24), (16, 24), (16, 2), (None, 2), (1, 2)])
-def test_kv_cache_continuation_equals_a_full_re_encode(tiny, kv_bucket, prefill_tokens):
-    model, tok = tiny
+def test_kv_cache_continuation_equals_a_full_re_encode(tiny64, kv_bucket, prefill_tokens):
+    model, tok = tiny64  # float64: the same math as the full forward, so exact argmax and tight log-probs
     seqs, sampled, gens = _run_session(model, tok, _prompts(tok), greedy=True, prefill_tokens=prefill_tokens,
                                        max_batch_size=3, kv_bucket=kv_bucket)
     assert all(g.finish == "length" for g in gens)
     for row, seq in enumerate(seqs):
         full = _full_logprobs(model, seq)
+        assert full.dtype == torch.float64
         for position, token, logprob in sampled[row]:
             assert int(full[position - 1].argmax()) == token  # greedy picks the full forward's argmax
-            assert abs(float(full[position - 1, token]) - logprob) < 1e-4
+            assert same_math(logprob, float(full[position - 1, token]))
 
 
 @pytest.mark.parametrize("greedy", [True, False])
 @pytest.mark.parametrize("kv_bucket", [None, 16])
-def test_static_decode_gives_the_shrinking_batch_tokens_and_logprobs(tiny, greedy, kv_bucket):
+def test_static_decode_gives_the_shrinking_batch_tokens_and_logprobs(tiny64, greedy, kv_bucket):
     # The fixed-shape decode step (captured as a CUDA graph on a GPU) runs eagerly on the CPU: every slot in every
     # step, attention over the whole capacity. It samples its live rows in the shrinking batch's order, so the
-    # same seed draws the same tokens.
-    model, tok = tiny
+    # same seed draws the same tokens. Float64: attention over other widths sums in another order, which in
+    # float32 could flip a near-tie or a draw at a CDF boundary.
+    model, tok = tiny64
     kw = dict(greedy=greedy, seed=4, max_batch_size=3, kv_bucket=kv_bucket)
     want, want_sampled, want_gens = _run_session(model, tok, _prompts(tok), **kw)
     got, got_sampled, got_gens = _run_session(model, tok, _prompts(tok), static_decode=True, **kw)
@@ -114,16 +152,16 @@ def test_static_decode_gives_the_shrinking_batch_tokens_and_logprobs(tiny, greed
     assert [g.finish for g in got_gens] == [g.finish for g in want_gens]
     for row_got, row_want in zip(got_sampled, want_sampled):
         assert [(p, t) for p, t, _ in row_got] == [(p, t) for p, t, _ in row_want]
-        assert max(abs(a[2] - b[2]) for a, b in zip(row_got, row_want)) < 1e-5
+        assert all(same_math(a[2], b[2]) for a, b in zip(row_got, row_want))
 
 
-def test_a_failed_graph_capture_warns_and_decodes_eagerly(tiny, monkeypatch):
+def test_a_failed_graph_capture_warns_and_decodes_eagerly(tiny64, monkeypatch):
     # On a GPU a capture can fail for an architecture whose forward a CUDA graph cannot hold; the rollout must warn,
     # finish the batch with the fixed-shape step run eagerly, and decode later batches the usual way. The capture is
     # forced here (the CPU never captures) and made to fail.
     from searchrl.rollout import hf
 
-    model, tok = tiny
+    model, tok = tiny64  # float64: the fixed-shape and the shrinking batch draw the same tokens (see above)
     kw = dict(greedy=False, seed=4, max_batch_size=3)
     want, _, _ = _run_session(model, tok, _prompts(tok), **kw)
 
@@ -189,8 +227,8 @@ def test_bf16_sampling_casts_each_weight_once_per_call(tiny, weight_casts):
     assert counts[0] == counts[1] and weights <= counts[0] <= 2 * weights  # weights (and biases), once a call
 
 
-def test_batching_and_chunking_do_not_change_results(tiny):
-    model, tok = tiny
+def test_batching_and_chunking_do_not_change_results(tiny64):
+    model, tok = tiny64  # float64: other batch shapes sum in another order; float32 could flip a greedy near-tie
     prompts = _prompts(tok)
     reference, _, _ = _run_session(model, tok, prompts, greedy=True)
     chunked, _, _ = _run_session(model, tok, prompts, greedy=True, prefill_tokens=8, max_batch_size=2)
@@ -202,8 +240,8 @@ def test_batching_and_chunking_do_not_change_results(tiny):
         assert alone[row] == reference[row]
 
 
-def test_a_prompt_prefix_shared_by_all_questions_is_encoded_once(tiny):
-    model, tok = tiny
+def test_a_prompt_prefix_shared_by_all_questions_is_encoded_once(tiny64):
+    model, tok = tiny64  # float64: the shared prefix's cache against a full forward (same math)
     template = "You answer questions. Think, search, then answer in tags. Be brief and exact. Question: "
     prompts = [tok.encode(template + q) for q in ("who wrote hamlet?", "capital of peru?", "tallest mountain?")]
     prompts = [p for p in prompts for _ in range(2)]  # G = 2
@@ -219,16 +257,16 @@ def test_a_prompt_prefix_shared_by_all_questions_is_encoded_once(tiny):
         full = _full_logprobs(model, prompt + gen.token_ids)
         for k, (token, logprob) in enumerate(zip(gen.token_ids, gen.logprobs)):
             assert int(full[len(prompt) + k - 1].argmax()) == token
-            assert abs(float(full[len(prompt) + k - 1, token]) - logprob) < 1e-4
+            assert same_math(logprob, float(full[len(prompt) + k - 1, token]))
 
 
-def test_sampling_logprobs_match_a_full_forward(tiny):
-    model, tok = tiny
+def test_sampling_logprobs_match_a_full_forward(tiny64):
+    model, tok = tiny64  # float64: the cached, tempered log-probs against a full forward (same math)
     seqs, sampled, _ = _run_session(model, tok, _prompts(tok), greedy=False, temperature=0.7, seed=11)
     for row, seq in enumerate(seqs):
         full = _full_logprobs(model, seq, temperature=0.7)
         for position, token, logprob in sampled[row]:
-            assert abs(float(full[position - 1, token]) - logprob) < 1e-4
+            assert same_math(logprob, float(full[position - 1, token]))
 
 
 def test_per_row_stop_strings(tiny):
@@ -247,8 +285,8 @@ def test_per_row_stop_strings(tiny):
     assert any(g.finish == "stop" for g in gens) and len(lengths) > 1  # rows stop independently
 
 
-def test_engine_with_the_hf_backend_is_token_exact_and_seeded(tiny):
-    model, tok = tiny
+def test_engine_with_the_hf_backend_is_token_exact_and_seeded(tiny64):
+    model, tok = tiny64  # float64: the engine's log-probs against a full forward (same math)
     questions = [Question("1", "who wrote hamlet", ["Shakespeare"], "nq"),
                  Question("2", "capital of peru", ["Lima"], "nq")]
     cfg = RolloutConfig(max_turns=2, max_turn_tokens=10, temperature=0.8, seed=7)
@@ -262,7 +300,7 @@ def test_engine_with_the_hf_backend_is_token_exact_and_seeded(tiny):
         for k, (mask, logprob) in enumerate(zip(traj.response_mask, traj.sampling_logprobs)):
             position = len(traj.prompt_ids) + k
             if mask:
-                assert abs(float(full[position - 1, traj.response_ids[k]]) - logprob) < 1e-4
+                assert same_math(logprob, float(full[position - 1, traj.response_ids[k]]))
             else:
                 assert logprob == 0.0
     again = RolloutEngine(HFBackend(model, tok), tok, EchoRetriever(), ProtocolConfig(), cfg).run(questions, 2)
@@ -271,18 +309,48 @@ def test_engine_with_the_hf_backend_is_token_exact_and_seeded(tiny):
     assert [t.response_ids for t in second_run] != [t.response_ids for t in trajs]
 
 
-def test_packed_weights_match_stock_linears_and_are_restored(tiny):
+def test_packed_weights_match_stock_linears_and_are_restored(tiny, monkeypatch):
     """The oneDNN-packed linears give the same greedy tokens and log-probs as torch's F.linear, and the model's
-    own forward is back in place afterwards (the trainer shares the model)."""
+    own forward is back in place afterwards (the trainer shares the model).
+
+    Float32 on purpose: the packed kernels run float32 weights only. The two kernels sum in different orders, so
+    "the same" means within `float32_logprob_tolerance` (derived from the logits' magnitudes); the greedy tokens
+    are the same up to the first near-tie (two best tokens within that tolerance), where either may win."""
     model, tok = tiny
     prompts = _prompts(tok)
     if not HFBackend(model, tok).pack_weights:
         pytest.skip("this torch build has no oneDNN")
+    from searchrl.rollout import hf
+
+    packed_calls = []  # the packed products run, so that the packed session is known to have used them
+    real_linear = hf._onednn_linear
+
+    def counting_linear(packed, bias):
+        forward = real_linear(packed, bias)
+        return lambda x: packed_calls.append(1) or forward(x)
+
+    monkeypatch.setattr(hf, "_onednn_linear", counting_linear)
     stock, stock_sampled, _ = _run_session(model, tok, prompts, greedy=True, pack_weights=False)
+    assert not packed_calls
     packed, packed_sampled, _ = _run_session(model, tok, prompts, greedy=True, pack_weights=True)
-    assert packed == stock
-    for row_stock, row_packed in zip(stock_sampled, packed_sampled):
-        assert max(abs(a[2] - b[2]) for a, b in zip(row_stock, row_packed)) < 1e-4
+    assert packed_calls
+    compared = 0
+    for seq, row_stock, row_packed in zip(stock, stock_sampled, packed_sampled):
+        full = _full_logprobs(model, seq)  # the stock kernels' full forward of the stock sequence
+        tol = float32_logprob_tolerance(model, seq)
+        for (position, token_s, lp_s), (position_p, token_p, lp_p) in zip(row_stock, row_packed):
+            assert position_p == position
+            bound = float(tol[position - 1])
+            if token_p != token_s:  # allowed at a near-tie only; the two contexts differ from here on
+                assert float(full[position - 1, token_s] - full[position - 1, token_p]) <= bound
+                break
+            assert abs(lp_p - lp_s) <= bound, (position, lp_p - lp_s, bound)
+            compared += 1
+    assert compared > len(prompts)  # not vacuous
+    for seq, row in zip(packed, packed_sampled):  # every packed token is the full forward's argmax, within tol
+        full, tol = _full_logprobs(model, seq), float32_logprob_tolerance(model, seq)
+        for position, token, logprob in row:
+            _assert_chosen_within(full, tol, position, token, logprob)
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     assert linears and all("forward" not in vars(m) for m in linears)
 
@@ -312,10 +380,20 @@ def test_packed_weights_follow_in_place_weight_updates(tiny):
     optimizer.step()
     tokens, logprobs = greedy_run()
     assert (tokens, logprobs) != before
+    # Float32 (the packed kernels' precision): within the derived tolerance of the updated model's full forward;
+    # packs of the old weights would be off by far more (the lr 0.05 step moves log-probs by O(1)).
     full = _full_logprobs(model, prompt + tokens)
+    tol = float32_logprob_tolerance(model, prompt + tokens)
     for k, (token, logprob) in enumerate(zip(tokens, logprobs)):
-        assert int(full[len(prompt) + k - 1].argmax()) == token
-        assert abs(float(full[len(prompt) + k - 1, token]) - logprob) < 1e-4
+        _assert_chosen_within(full, tol, len(prompt) + k, token, logprob)
+
+
+def _close_to_exact(got: torch.Tensor, exact: torch.Tensor, z: torch.Tensor) -> bool:
+    """float32 log-probs `got` against their float64 values `exact`: a log-softmax of logits z subtracts numbers of
+    size <= max|z| (the row's max and its logsumexp), each rounding by <= EPS32/2 of that, so 8·EPS32·max|z| per
+    row bounds the float32 rounding with room (~1e-5 at max|z| = 10; a wrong formula is off by > 1e-2)."""
+    bound = 8 * EPS32 * z.abs().amax(-1).double()
+    return bool(((got.double() - exact).abs() <= bound).all())
 
 
 def test_sample_tokens_filters():
@@ -323,24 +401,26 @@ def test_sample_tokens_filters():
     logits = torch.randn(64, 50, generator=gen) * 3  # (B, V)
     greedy_tokens, greedy_lp = sample_tokens(logits, SamplingParams(greedy=True), gen)
     assert torch.equal(greedy_tokens, logits.argmax(-1))
-    assert torch.allclose(greedy_lp, torch.log_softmax(logits, -1).max(-1).values, atol=1e-6)
+    assert _close_to_exact(greedy_lp, torch.log_softmax(logits.double(), -1).max(-1).values, logits)
     top1, lp1 = sample_tokens(logits, SamplingParams(top_k=1), gen)
     assert torch.equal(top1, greedy_tokens) and torch.allclose(lp1, torch.zeros(64), atol=1e-6)
     tokens, lp = sample_tokens(logits, SamplingParams(top_k=5, temperature=0.5), gen)
     assert (logits.topk(5).indices == tokens[:, None]).any(-1).all()
-    z = logits / 0.5
+    z = logits / 0.5  # exact in float32 (a power of two)
     kth = z.topk(5).values[:, -1:]
-    expected = torch.log_softmax(z.masked_fill(z < kth, float("-inf")), -1).gather(1, tokens[:, None]).squeeze(1)
-    assert torch.allclose(lp, expected, atol=1e-6)
+    expected = torch.log_softmax(z.masked_fill(z < kth, float("-inf")).double(), -1).gather(1, tokens[:, None])
+    assert _close_to_exact(lp, expected.squeeze(1), z)
     # top-p: the kept set is the smallest prefix of the sorted distribution whose mass reaches p.
-    probs = torch.softmax(logits, -1)
+    probs = torch.softmax(logits.double(), -1)  # float64: the exact distribution
     tokens, lp = sample_tokens(logits, SamplingParams(top_p=0.5), gen)
     for row in range(64):
         order = probs[row].argsort(descending=True)
         mass = probs[row][order].cumsum(0)
+        assert float((mass - 0.5).abs().min()) > 1e-4  # no token sits at the p boundary (where float32 may differ)
         kept = order[: int((mass < 0.5).sum()) + 1]
         assert int(tokens[row]) in kept.tolist()
-        assert abs(float(lp[row]) - float(torch.log(probs[row, tokens[row]] / probs[row, kept].sum()))) < 1e-5
+        exact = torch.log(probs[row, tokens[row]] / probs[row, kept].sum())
+        assert _close_to_exact(lp[row], exact, logits[row])
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
@@ -407,10 +487,14 @@ def test_real_smollm2_with_bm25_over_nq(qa_samples, tmp_path):
             t.text + o for t, o in zip(traj.turns, traj.extras["observations"]))
         assert len(traj.response_mask) == len(traj.response_ids) == len(traj.sampling_logprobs)
     traj = max(trajs, key=lambda t: len(t.response_ids))
-    full = _full_logprobs(model, traj.prompt_ids + traj.response_ids, temperature=0.7)
-    diffs = [abs(float(full[len(traj.prompt_ids) + k - 1, traj.response_ids[k]]) - lp)
-             for k, (m, lp) in enumerate(zip(traj.response_mask, traj.sampling_logprobs)) if m]
-    assert max(diffs) < 1e-3
+    seq, start = traj.prompt_ids + traj.response_ids, len(traj.prompt_ids)
+    full = _full_logprobs(model, seq, temperature=0.7)
+    # Float32, the production kernels (oneDNN-packed, cached) against a full forward: the derived tolerance, for
+    # logits divided by T = 0.7 (about 3e-3 / 0.7 here; measured differences <= 6e-5 on three CPU dispatches).
+    tol = float32_logprob_tolerance(model, seq) / 0.7
+    excess = [abs(float(full[start + k - 1, traj.response_ids[k]]) - lp) - float(tol[start + k - 1])
+              for k, (m, lp) in enumerate(zip(traj.response_mask, traj.sampling_logprobs)) if m]
+    assert excess and max(excess) <= 0
 
 
 def _bm25_retriever(corpus, tmp_path):

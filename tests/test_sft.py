@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import SAME_MATH_ATOL, SAME_MATH_RTOL
 
 from searchrl.errors import DataError
 from searchrl.training.batching import collate, token_logprobs
@@ -60,26 +61,28 @@ def test_oracle_replays_are_token_exact_rollouts(oracle):
         assert observed.count("<information>") == traj.num_searches >= 1  # observations: masked, from BM25
 
 
-def test_sft_loss_counts_only_model_tokens(tiny_model, oracle):
+def test_sft_loss_counts_only_model_tokens(tiny_model, oracle, float64_norms):
     from searchrl.models import load_policy
     from searchrl.training.sft import sft_loss
 
     _, tokenizer, data = oracle
-    model, _ = load_policy(tiny_model)
+    # float64: the chunked, batched loss and the unbatched full forwards are the same math in other orders
+    model, _ = load_policy(tiny_model, dtype=torch.float64)
     batch = collate(data.trajectories[:3], tokenizer.pad_token_id)
     loss, n_tokens = sft_loss(model, batch, chunk_size=7)
+    assert loss.dtype == torch.float64
     manual, count = 0.0, 0
     with torch.no_grad():
         for traj in data.trajectories[:3]:
             ids = torch.tensor([traj.prompt_ids + traj.response_ids])
-            logp = torch.log_softmax(model(ids).logits[0].float(), -1)
+            logp = torch.log_softmax(model(ids).logits[0], -1)
             P = len(traj.prompt_ids)
             for j, (tok, m) in enumerate(zip(traj.response_ids, traj.response_mask)):
                 if m:
                     manual -= float(logp[P + j - 1, tok])
                     count += 1
     assert n_tokens == count == sum(sum(t.response_mask) for t in data.trajectories[:3])
-    assert float(loss.detach()) == pytest.approx(manual / count, rel=1e-4)
+    assert float(loss.detach()) == pytest.approx(manual / count, rel=SAME_MATH_RTOL, abs=SAME_MATH_ATOL)
 
 
 def test_sft_on_oracle_trajectories_lowers_the_loss(tiny_model, oracle):

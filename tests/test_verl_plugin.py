@@ -146,7 +146,8 @@ def test_importing_searchrl_never_imports_verl():
 def random_batch(seed: int, rows: int = 6, width: int = 14):
     """Multi-turn masks (runs of 1s split by observation 0s, right padding), drifted log-probs, GRPO-like
     advantages with positive, zero and negative rows. |log r| is small enough that verl's dual clip (3.0)
-    never binds, large enough that the 0.2 clip does."""
+    never binds, large enough that the 0.2 clip does. Float64 (drawn in float32, then widened): verl's loss and
+    ours are the same math written twice (tests/README.md), so they are compared at float64's default tolerances."""
     gen = torch.Generator().manual_seed(seed)
     mask = torch.zeros(rows, width)
     for b in range(rows):
@@ -158,10 +159,10 @@ def random_batch(seed: int, rows: int = 6, width: int = 14):
             if pos >= width - 1:
                 break
     old = -torch.rand(rows, width, generator=gen) * 2 - 0.05
-    log_prob = (old + 0.25 * torch.randn(rows, width, generator=gen)).requires_grad_(True)
-    row_adv = torch.tensor([1.2, -0.7, 0.0, 0.4, -1.1, 0.0])[:rows]
+    log_prob = (old + 0.25 * torch.randn(rows, width, generator=gen)).double().requires_grad_(True)
+    row_adv = torch.tensor([1.2, -0.7, 0.0, 0.4, -1.1, 0.0], dtype=torch.float64)[:rows]
     advantages = row_adv[:, None] * mask
-    return old, log_prob, advantages, mask
+    return old.double(), log_prob, advantages, mask
 
 
 @pytest.fixture(scope="module")

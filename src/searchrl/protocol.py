@@ -4,7 +4,8 @@ The agent writes `<think>…</think>`, `<search>query</search>` and `<answer>…
 search with `\\n\\n<information>{hits}</information>\\n\\n` and anything else with Search-R1's invalid-action
 message. Sources: Search-R1 @ a14dc3a `scripts/data_process/qa_search_train_merge.py::make_prefix` (prompt) and
 `search_r1/llm_agent/generation.py` (`postprocess_predictions`, `execute_predictions`, `_passages2string`);
-see /work/shared/reference/peers.md §1.3–1.4.
+the template and the multi-turn rollout are those of the Search-R1 paper (Jin et al., arXiv 2503.09516, Table 1 and
+§3).
 
 Differences from Search-R1, on purpose:
 - an optional **assistant prefix** (e.g. `"<search>"`): text placed at the start of the assistant reply, part of

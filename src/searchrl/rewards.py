@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,13 +40,25 @@ _PUNCTUATION = frozenset(string.punctuation)
 _YES_NO = ("yes", "no", "noanswer")
 
 
-def normalize_answer(text: str) -> str:
+def _search_r1_normalize(text: str) -> str:
     """SQuAD normalisation in Search-R1's order: lower → drop `string.punctuation` → replace the words a/an/the by a
     space → collapse whitespace (`qa_em.normalize_answer`)."""
     text = text.lower()
     text = "".join(ch for ch in text if ch not in _PUNCTUATION)
     text = re.sub(r"\b(a|an|the)\b", " ", text)
     return " ".join(text.split())
+
+
+def normalize_answer(text: str) -> str:
+    """Search-R1's normalisation (`_search_r1_normalize`) with Unicode NFKC before its steps, so that the same
+    answer in decomposed (NFD) and composed form, or in compatibility forms (full-width letters, ligatures, a
+    non-breaking space), normalises alike: gold "Müller" written as u + U+0308 matches a model's "Müller".
+
+    Computed as steps(NFKC(steps(text))): NFKC runs on Search-R1's result and the steps run again on its output
+    (NFKC can produce ASCII punctuation or an article, e.g. from full-width forms). The result depends on the
+    text only through Search-R1's normal form, so two answers that Search-R1's normaliser matches still match:
+    relative to it, this can only raise EM."""
+    return _search_r1_normalize(unicodedata.normalize("NFKC", _search_r1_normalize(text)))
 
 
 def _as_list(golds: str | Iterable[str]) -> list[str]:

@@ -71,15 +71,16 @@ def decision_points(records: Sequence[Mapping[str, Any]], prompts: Mapping[str, 
 
 def decision_log_odds(model: torch.nn.Module, tokenizer: Any, contexts: Sequence[str], *,
                       batch_size: int = 16) -> torch.Tensor:
-    """log π(SEARCH_TAG | c) − log π(ANSWER_TAG | c) for each context c, (N,) float32.
+    """log π(SEARCH_TAG | c) − log π(ANSWER_TAG | c) for each context c, (N,) float32 (float64 for a float64 model).
 
     The tag is tokenised on its own and appended to the context's tokens, as the rollout engine appends a
     turn's generated tokens after an observation's. Runs on the model's device; the scores come back on the CPU.
     """
     tags = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in (SEARCH_TAG, ANSWER_TAG)]
     rows = [(i, j, tokenizer(c)["input_ids"]) for i, c in enumerate(contexts) for j in range(2)]
-    scores = torch.zeros(len(contexts), 2)
     body, head = body_and_head(model)
+    dtype = torch.promote_types(next(model.parameters()).dtype, torch.float32)  # a float64 model stays float64
+    scores = torch.zeros(len(contexts), 2, dtype=dtype)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     device = module_device(model)
     was_training = model.training
@@ -100,7 +101,7 @@ def decision_log_odds(model: torch.nn.Module, tokenizer: Any, contexts: Sequence
                 for b, (i, j, ctx) in enumerate(chunk):
                     # The tag's tokens are predicted from the positions just before each of them.
                     positions = torch.arange(len(ctx) - 1, len(ctx) - 1 + len(tags[j]), device=device)
-                    logits = head(hidden[b, positions]).float()
+                    logits = head(hidden[b, positions]).to(dtype)
                     target = torch.tensor(tags[j], device=device)
                     scores[i, j] = float(torch.log_softmax(logits, -1).gather(1, target[:, None]).sum())
     finally:

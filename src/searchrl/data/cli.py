@@ -13,9 +13,9 @@ from collections import Counter
 from dataclasses import fields
 
 from searchrl.data.loaders import load_source
-from searchrl.data.world import WorldConfig, generate_world, write_world
+from searchrl.data.world import WORLD_MANIFEST, WorldConfig, generate_world, write_world
 from searchrl.errors import ConfigError
-from searchrl.fileio import check_writable
+from searchrl.fileio import check_output_path
 
 _SIZE_FIELDS = ("countries", "cities", "people", "organisations", "works")
 
@@ -26,7 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     world = sub.add_parser("world", help="write the synthetic world (corpus, train/test questions, oracle trajectories)",
                            description="Write the built-in synthetic world into a folder.")
     world.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives identical files")
-    world.add_argument("--out", required=True, help="output folder (created if needed)")
+    world.add_argument("--out", required=True, help="output folder (created if needed; an existing one must be empty "
+                                                    "or hold a world written earlier)")
+    world.add_argument("--overwrite", action="store_true", help="replace a world written earlier into --out")
     for name in _SIZE_FIELDS:
         world.add_argument(f"--{name}", type=int, default=getattr(default, name),
                            help=f"number of {name} (default {getattr(default, name)})")
@@ -63,7 +65,10 @@ def main(args: argparse.Namespace) -> int:
     cfg = WorldConfig(seed=args.seed, train_questions=args.train, dev_questions=args.dev, test_questions=args.test,
                       mix=_parse_mix(args.mix), oracle_think=not args.no_think,
                       **{n: getattr(args, n) for n in _SIZE_FIELDS if n in names})
-    check_writable(args.out, "--out", folder=True)  # before generating, not after
+    # Before generating, not after; a folder that is not a world written earlier (a dataset's corpus.jsonl and
+    # train.jsonl, say) is never written into.
+    check_output_path(args.out, "--out", overwrite=args.overwrite, ours=WORLD_MANIFEST, kind="synthetic world folder",
+                      folder=True)
     start = time.perf_counter()
     world = generate_world(cfg)
     out = write_world(world, args.out)

@@ -3,7 +3,7 @@
 One entry point, `load_source(spec, split=None) -> DataSource`. `spec` is one of
 
 - a folder: `{split}.jsonl` / `{split}.parquet` or `questions.jsonl`, with an optional `corpus.jsonl`
-  beside it (the layout of /work/shared/data and of FlashRAG's per-dataset folders);
+  beside it (the layout of FlashRAG's per-dataset folders, and of tests/fixtures/qa);
 - a `.jsonl` file in FlashRAG format (`{"id", "question", "golden_answers", "metadata"}`);
 - a `.parquet` file in Search-R1/verl format (`prompt`, `reward_model.ground_truth.target`,
   `data_source`; the question is read back from the prompt's `Question: ...`), or a FlashRAG-style parquet;
@@ -15,7 +15,8 @@ One entry point, `load_source(spec, split=None) -> DataSource`. `spec` is one of
 A folder (or file) holding one undivided `questions.jsonl` has derived splits: `train`, `dev` and `test` are
 the disjoint 60/10/30 parts `split_questions` cuts by a seeded hash of each question id (so `FOLDER@train`
 trains and `FOLDER@test` is held out); without a split the whole file is loaded.
-A malformed row raises `DataError` naming the file, the line (or parquet row) and the field.
+A malformed row raises `DataError` naming the file, the line (or parquet row) and the field, and a folder's
+train file sharing a question (same id and text) with its dev or test file raises `DataError` naming both.
 """
 
 from __future__ import annotations
@@ -413,11 +414,37 @@ def load_folder(folder: Path, split: str | None = None, name: str | None = None)
     origin = str(path)
     if derive:
         questions, origin = _derived_split(questions, derive, path)
+    else:
+        _check_no_leak(path, questions, source)
     corpus = folder / "corpus.jsonl"
     oracle = folder / f"oracle_{path.stem}.jsonl"
     return DataSource(name=source, questions=questions, corpus_path=corpus if corpus.is_file() else None,
                       split=_SPLIT_ALIASES[derive] if derive else (None if path.stem == "questions" else path.stem),
                       origin=origin, oracle_path=oracle if oracle.is_file() and not derive else None)
+
+
+def _check_no_leak(path: Path, questions: list[Question], source: str) -> None:
+    """`DataError` if the split file `path` shares questions (the same id and text) with the folder's files of the
+    other side of the train / held-out line: train against dev (validation, val) and test, and the reverse.
+
+    Ids alone are not compared: Search-R1's parquet numbers each split from 0, so ids repeat across its files."""
+    split = _SPLIT_ALIASES.get(path.stem.lower())
+    if split is None:
+        return
+    others = ("train",) if split != "train" else ("dev", "validation", "val", "test")
+    mine = {(q.id, q.question) for q in questions}
+    for other in (path.parent / f"{name}{ext}" for name in others for ext in (".jsonl", ".parquet")):
+        if not other.is_file():
+            continue
+        try:
+            shared = [q.id for q in _load_file(other, source) if (q.id, q.question) in mine]
+        except DataError:
+            continue  # its own load reports it
+        if shared:
+            held_out = path.stem if split != "train" else other.stem
+            raise DataError(f"{path}: {len(shared)} question(s) of its {path.stem} split are also in {other} (same "
+                            f"id and question; e.g. ids {', '.join(shared[:3])}); the {held_out} scores would count "
+                            "questions trained on: remove them from one of the files")
 
 
 def _split_spec(spec: str) -> tuple[str | None, str, str | None]:
@@ -433,6 +460,13 @@ def _split_spec(spec: str) -> tuple[str | None, str, str | None]:
         if re.fullmatch(r"[A-Za-z0-9_]+", right):
             spec, split = left, right
     return name, spec, split
+
+
+def spec_path(spec: str) -> Path | None:
+    """The file or folder a data spec reads (`NAME=PATH@SPLIT` -> PATH), or None for a benchmark name or the world."""
+    _, body, _ = _split_spec(spec.strip())
+    path = Path(body).expanduser()
+    return path if body and path.exists() else None
 
 
 def load_source(spec: str, split: str | None = None) -> DataSource:

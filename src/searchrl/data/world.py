@@ -224,7 +224,7 @@ class World:
 
 
 def _hit(entity: Entity) -> Hit:
-    # wiki-18 convention (as in /work/shared/data): contents = '"Title"\ntext'
+    # wiki-18 convention (FlashRAG's corpora, tests/fixtures/qa): contents = '"Title"\ntext'
     return Hit(doc_id=entity.doc_id, title=entity.name, text=entity.passage,
                contents=f'"{entity.name}"\n{entity.passage}', score=None)
 
@@ -575,8 +575,9 @@ def generate_world(config: WorldConfig | None = None) -> World:
 
 # --- files ---------------------------------------------------------------------------------------------
 
+WORLD_MANIFEST = "world.json"  # written last: a folder with it holds a whole world
 WORLD_FILES = ("corpus.jsonl", *(f"{split}.jsonl" for split in SPLITS),
-               *(f"oracle_{split}.jsonl" for split in SPLITS), "world.json")
+               *(f"oracle_{split}.jsonl" for split in SPLITS), WORLD_MANIFEST)
 
 
 def question_row(q: Question) -> dict:

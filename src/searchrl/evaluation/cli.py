@@ -2,7 +2,10 @@
 
     searchrl eval --model default --data world --limit 100 --out results.json
     searchrl eval --model ./ckpt --data nq,hotpotqa --retriever http://127.0.0.1:8000 --limit 500
-    searchrl eval --data /work/shared/data/nq_oracle --mode rag --max-turn-tokens 64
+    searchrl eval --data tests/fixtures/qa/nq_oracle --mode rag --max-turn-tokens 64
+
+Outputs (--out, the .md beside it, --samples) never replace a file this command did not write, nor one of its
+inputs; an earlier evaluation's files are replaced only with --overwrite.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="search: the agent; direct: answer without search; rag: retrieve once with the question")
     parser.add_argument("--out", default=None, help="write the JSON report here and the Markdown table beside it (.md)")
     parser.add_argument("--samples", default=None, help="also write one JSON line per question (answer, scores, text)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace --out / --samples files of an earlier evaluation (other files never are)")
     parser.add_argument("--paired-with", action="append", default=None, metavar="SAMPLES",
                         help="the --samples file of another evaluation: also report this one minus that one (EM, "
                              "F1) on the questions both scored, with paired 95%% bootstrap intervals; repeat it to "
@@ -87,9 +92,13 @@ def build_protocol(args: argparse.Namespace, saved: dict | None = None):
         if path.suffix in (".yaml", ".yml", ".json"):
             import yaml
 
+            from searchrl.fileio import load_yaml, yaml_input_error
+
             try:
-                values = yaml.safe_load(text)
-            except yaml.YAMLError as exc:
+                values = load_yaml(text)
+            except yaml_input_error() as exc:
+                raise ConfigError(f"--template {path}:{exc.problem_mark.line + 1}: {exc.problem}") from None
+            except (yaml.YAMLError, RecursionError) as exc:
                 raise ConfigError(f"--template {path}: not valid YAML/JSON ({exc})") from None
             if not isinstance(values, dict):
                 raise ConfigError(f"--template {path}: expected a mapping of protocol settings")
@@ -112,13 +121,51 @@ def _report_paths(out: str) -> tuple[Path, Path]:
     return (path.with_suffix(".json"), path) if path.suffix == ".md" else (path, path.with_suffix(".md"))
 
 
+def _is_report(path: Path) -> bool:
+    from searchrl.fileio import read_small_json
+
+    if path.suffix == ".md":
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return fh.readline().startswith("| metric |")  # render_markdown's first line
+        except (OSError, UnicodeDecodeError):
+            return False
+    report = read_small_json(path)
+    return isinstance(report, dict) and {"datasets", "macro", "settings"} <= report.keys()
+
+
+def _is_samples(path: Path) -> bool:
+    from searchrl.fileio import first_jsonl_row
+
+    row = first_jsonl_row(path)
+    return isinstance(row, dict) and {"dataset", "uid", "finish_reason"} <= row.keys()
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before any work, outputs that cannot be written or would replace a file this command did not write,
+    one of its inputs, or (without --overwrite) an earlier evaluation's files."""
+    from searchrl.data.loaders import spec_path
+    from searchrl.fileio import check_output_path
+
+    inputs = [spec_path(spec) for spec in (args.data or "").split(",")]
+    inputs += [args.model, args.retriever, args.template, *(args.paired_with or ())]
+    outputs = [(path, "--out", _is_report, "searchrl eval report") for path in _report_paths(args.out)] \
+        if args.out else []
+    if args.samples:
+        outputs.append((Path(args.samples), "--samples", _is_samples, "searchrl eval --samples file"))
+    if args.samples and args.out and any(Path(args.samples).resolve() == p.resolve() for p in _report_paths(args.out)):
+        raise ConfigError(f"--samples {args.samples}: is also where --out writes the report; give it another name")
+    for path, what, ours, kind in outputs:
+        check_output_path(path, what, inputs=inputs, overwrite=args.overwrite, ours=ours, kind=kind)
+
+
 def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from searchrl.data.loaders import load_sources
     from searchrl.evaluation.harness import evaluate
     from searchrl.evaluation.report import paired_differences, read_samples
-    from searchrl.fileio import atomic_write_text, check_writable
+    from searchrl.fileio import atomic_write_text
     from searchrl.models import AGENT_ROLLOUT_KEYS, read_agent_settings, resolve_device
     from searchrl.rollout.engine import RolloutConfig
 
@@ -126,11 +173,7 @@ def main(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {args.limit}")
     device = resolve_device(args.device, key="--device")  # a missing GPU fails before the data loads
-    # Outputs first: an unwritable --out must not cost a whole evaluation.
-    for path in _report_paths(args.out) if args.out else ():
-        check_writable(path, "--out")
-    if args.samples:
-        check_writable(args.samples, "--samples")
+    check_outputs(args)  # outputs first: an unwritable or precious --out must not cost a whole evaluation
     others = [(path, read_samples(path)) for path in args.paired_with or ()]  # a bad file fails before any work
     saved = read_agent_settings(args.model) if Path(args.model).is_dir() else None
     protocol = build_protocol(args, saved)

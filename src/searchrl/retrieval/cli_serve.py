@@ -1,6 +1,7 @@
 """`searchrl serve`: serve an index over HTTP with Search-R1's ``POST /retrieve`` API.
 
     searchrl serve --index DIR [--host 127.0.0.1] [--port 8000] [--topk 3] [--cache-size N | --no-cache]
+                   [--header-timeout 15]
                    [--token TOKEN]   (or $SEARCHRL_SERVE_TOKEN: POST /retrieve then needs "Authorization: Bearer TOKEN")
 
 Point Search-R1 (``retriever.url=http://127.0.0.1:8000/retrieve``) or searchrl (``load_retriever(URL)``) at it.
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
+import sys
 
 from searchrl.errors import ConfigError
 from searchrl.retrieval.cache import DEFAULT_CACHE_SIZE
@@ -29,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token", default=None,
                         help="require 'Authorization: Bearer TOKEN' on POST /retrieve (default $SEARCHRL_SERVE_TOKEN, "
                              "which keeps the token out of the process list; GET /health stays open)")
+    parser.add_argument("--header-timeout", type=float, default=15.0, metavar="SECONDS",
+                        help="close a connection whose request line and headers take longer (default %(default)s)")
     parser.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
                         help="uvicorn log level (default warning)")
 
@@ -43,6 +48,8 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"--topk must be between 1 and --max-topk ({args.max_topk}), got {args.topk}")
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be between 0 and 65535, got {args.port}")
+    if not 0 < args.header_timeout < float("inf"):
+        raise ConfigError(f"--header-timeout must be a positive number of seconds, got {args.header_timeout}")
     # An empty variable counts as unset; an empty --token is an error (create_app says so).
     token = args.token if args.token is not None else (os.environ.get(TOKEN_ENV) or None)
     retriever = load_retriever(args.index, cache=not args.no_cache, cache_size=args.cache_size)
@@ -53,6 +60,9 @@ def main(args: argparse.Namespace) -> int:
         print(f"searchrl serve: {kind} index of {num_docs} passages from {args.index}", flush=True)
         print(f"searchrl serve: listening on {url} (POST {url}/retrieve, GET {url}/health)", flush=True)
 
-    serve(retriever, args.host, args.port, limits=ServerLimits(default_topk=args.topk, max_topk=args.max_topk),
-          workers=args.workers, token=token, on_ready=ready, log_level=args.log_level)
+    stopped = serve(retriever, args.host, args.port,
+                    limits=ServerLimits(default_topk=args.topk, max_topk=args.max_topk), workers=args.workers,
+                    token=token, on_ready=ready, log_level=args.log_level, header_timeout=args.header_timeout)
+    if stopped is not None:
+        print(f"searchrl serve: stopped ({signal.Signals(stopped).name})", file=sys.stderr, flush=True)
     return 0

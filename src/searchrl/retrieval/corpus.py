@@ -9,7 +9,9 @@ copy of the passages in the index folder (``docs.jsonl``) plus a memory-mapped a
 
 Ids must be unique: a second passage with an earlier id is an error naming both lines, unless it is the same
 passage again (same id and contents), which is dropped with a warning. Passages without text are kept (their
-ids stay valid) with a warning.
+ids stay valid) with a warning, and so are passages whose ``contents`` do not open with a ``"Title"`` line
+(Search-R1 shows a passage's first line as its title, so one without a line break is all title): one warning per
+corpus counts them.
 """
 
 from __future__ import annotations
@@ -155,6 +157,8 @@ class _CorpusChecks:
         self.first_repeat: tuple[str, int, int] | None = None  # (id, its first line, the repeating line)
         self.empty_count = 0
         self.first_empty = 0
+        self.untitled_count = 0
+        self.first_untitled = 0
 
     def keep(self, batch: list[tuple[int, Passage]]) -> list[Passage]:
         """The passages of ``batch`` ((line, passage) pairs in file order) to index; `DataError` on a clash."""
@@ -177,6 +181,9 @@ class _CorpusChecks:
                 if not passage.contents.replace('"', "").strip():  # nothing but the quotes of an empty title
                     self.empty_count += 1
                     self.first_empty = self.first_empty or line_no
+                elif not _has_title_line(passage.contents):
+                    self.untitled_count += 1
+                    self.first_untitled = self.first_untitled or line_no
                 continue
             first = _first_line_with_id(self.path, passage.doc_id, line_no)
             if first is None:  # two ids with one 64-bit hash: not a duplicate
@@ -198,6 +205,17 @@ class _CorpusChecks:
         if self.empty_count:
             log.warning("%s: %d passage(s) have no text (the first on line %d); they are kept, so their ids stay "
                         "valid, but no search can find them", self.path, self.empty_count, self.first_empty)
+        if self.untitled_count:
+            log.warning("%s: %d passage(s) do not open with a '\"Title\"' line (the first on line %d); they are "
+                        "indexed, but the agent sees their first line (or all of a passage without a line break) as "
+                        "its title: write contents as '\"Title\"\\ntext', or give 'title' and 'text' fields",
+                        self.path, self.untitled_count, self.first_untitled)
+
+
+def _has_title_line(contents: str) -> bool:
+    """Whether wiki-18 ``contents`` open with a quoted title line: ``"Title"\\n...``."""
+    end = contents.find("\n")
+    return end >= 2 and contents[0] == '"' and contents[end - 1] == '"'
 
 
 def read_corpus(path: str | Path, progress: object | None = None) -> Iterator[Passage]:

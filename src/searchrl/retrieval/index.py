@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from searchrl.errors import ConfigError, DataError, SearchRLError
-from searchrl.fileio import atomic_write_json, current_umask
+from searchrl.fileio import atomic_write_json, check_output_path, current_umask, read_small_json
 from searchrl.retrieval.base import Hit, Retriever, check_search_args
 from searchrl.retrieval.bm25 import BM25_DIR, BM25Builder, BM25Searcher, BM25Settings
 from searchrl.retrieval.cache import DEFAULT_CACHE_SIZE, CachedRetriever
@@ -71,6 +71,12 @@ def valid_options(kind: str) -> tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------------------------- files
+
+
+def is_index_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a searchrl index (a manifest of its format): the only folders a build replaces."""
+    manifest = read_small_json(Path(folder) / MANIFEST_FILE)
+    return isinstance(manifest, dict) and manifest.get("format") == INDEX_FORMAT
 
 
 def read_manifest(folder: str | Path) -> dict:
@@ -258,17 +264,19 @@ def build_index(corpus_path: str | Path, kind: str, out_dir: str | Path, *, over
     ``query_prefix``, ``passage_prefix``, ``pooling``, ``normalize``, ``max_length``, ``batch_size``, ``bf16``,
     ``faiss`` ("flat" or "hnsw"), ``hnsw_m``, ``hnsw_ef_construction``, ``hnsw_ef_search``; hybrid ``rrf_k``,
     ``rrf_depth`` plus both sets. The folder is built beside ``out_dir`` and renamed into place when complete;
-    an existing non-empty ``out_dir`` is replaced only with ``overwrite=True``.
+    an existing non-empty ``out_dir`` is replaced only with ``overwrite=True``, and only when it is a searchrl
+    index that holds neither the corpus nor the encoder (`ConfigError` otherwise, before any work).
     """
     corpus_path, out_dir = Path(corpus_path), Path(out_dir)
     _split_options(kind, options)  # reject a bad kind or option before touching the disk
     if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"{out_dir} is a file, not a folder; choose another --out (--overwrite replaces folders "
-                          "only)")
-    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
-        raise ConfigError(f"{out_dir} already exists and is not empty; choose another --out or pass --overwrite")
+        raise ConfigError(f"--out {out_dir}: is a file, not a folder; choose another --out (--overwrite replaces "
+                          "index folders only)")
     if not corpus_path.is_file():
         raise DataError(f"corpus file not found: {corpus_path}")
+    # Only an index folder is ever replaced, and never one that holds the corpus or the encoder it is built from.
+    check_output_path(out_dir, "--out", inputs=[corpus_path, options.get("model")], overwrite=overwrite,
+                      ours=is_index_folder, kind="searchrl index folder", folder=True, writable=False)
     tmp = _temp_sibling(out_dir)
     try:
         _build_into(tmp, corpus_path, kind, options, show_progress)

@@ -5,7 +5,7 @@ Request (exactly Search-R1's ``QueryRequest``)::
     {"queries": ["q1", "q2"], "topk": 3, "return_scores": true}
 
 ``topk`` may be null or absent (the server's default, 3); ``return_scores`` defaults to false, as in Search-R1's
-``QueryRequest``. Response: ``{"result": [[{"document": {"id", "contents"}, "score": 0.83}, ...], ...]}``, one
+``QueryRequest``. Any other field is answered 422 naming it (a client's ``top_k`` would otherwise get 3 hits). Response: ``{"result": [[{"document": {"id", "contents"}, "score": 0.83}, ...], ...]}``, one
 list per query. With ``return_scores: false`` the items carry no ``"score"`` and keep their ``"document"``
 wrapper, so one parser reads both forms (Search-R1's server meant to return bare documents there, but crashes
 on that request).
@@ -16,7 +16,9 @@ With a token (``searchrl serve --token`` or ``$SEARCHRL_SERVE_TOKEN``) ``POST /r
 ``Authorization: Bearer TOKEN`` and answers 401 without it; ``GET /health`` stays open (it shows no passage
 and no query) so that liveness probes need no secret. A body is read as a stream and counted: one that passes
 ``max_body_bytes`` (declared in Content-Length or sent chunked) is answered 413 at once, and the connection
-is closed rather than drained.
+is closed rather than drained. A connection whose request line and headers have not all arrived within
+``header_timeout`` seconds of its first byte (or of its opening) is closed, so slow clients cannot hold
+connections open forever (slowloris); SIGTERM stops the server gracefully (`serve` returns the signal).
 
 Requests are not searched one by one: every request's queries go to a queue, and one search thread takes all
 queued requests at once and answers them with a single batched ``search`` call (then a per-request JSON
@@ -32,6 +34,7 @@ import ipaddress
 import json
 import logging
 import queue
+import signal
 import socket
 import sys
 import threading
@@ -40,15 +43,19 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+import h11
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from searchrl.errors import ConfigError
 from searchrl.retrieval.base import Hit, Retriever
 
 log = logging.getLogger("searchrl.serve")
+REQUEST_FIELDS = ("queries", "topk", "return_scores")  # Search-R1's QueryRequest
+DEFAULT_HEADER_TIMEOUT = 15.0  # seconds for a request's line and headers to arrive
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,10 @@ def parse_retrieve_request(body: bytes, limits: ServerLimits) -> tuple[list[str]
                                 '{"queries": ["..."], "topk": 3, "return_scores": true}') from None
     if not isinstance(payload, dict):
         raise RequestError(422, f"request body must be a JSON object, got {type(payload).__name__}")
+    unknown = [key for key in payload if key not in REQUEST_FIELDS]
+    if unknown:
+        raise RequestError(422, f"unknown field {unknown[0]!r}; a request has only the fields "
+                                f"{', '.join(REQUEST_FIELDS)}")
     if "queries" not in payload:
         raise RequestError(422, "field 'queries' is required: a list of query strings")
     queries = payload["queries"]
@@ -361,13 +372,61 @@ def is_loopback(host: str) -> bool:
     return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
 
 
+class _HeaderTimeoutProtocol(H11Protocol):
+    """uvicorn's h11 protocol, closing a connection whose request line and headers take more than
+    `header_timeout` seconds: counted from the connection's opening, and on a kept-alive connection from the
+    first byte of its next request (an idle kept-alive connection is uvicorn's `timeout_keep_alive`'s)."""
+
+    header_timeout = DEFAULT_HEADER_TIMEOUT
+    _header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_too_slow)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        waiting = self.conn.their_state is h11.IDLE  # still reading a request's line and headers
+        if waiting and self._header_timer is None and not self.transport.is_closing():
+            self._header_timer = self.loop.call_later(self.header_timeout, self._headers_too_slow)
+        elif not waiting:
+            self._cancel_header_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_header_timer()
+        super().connection_lost(exc)
+
+    def _cancel_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            log.info("closed a connection from %s: no complete request headers within %.0f s", self.client,
+                     self.header_timeout)
+            self.transport.close()
+
+
+def uvicorn_config(app: FastAPI, *, header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+                   log_level: str = "warning") -> uvicorn.Config:
+    """The uvicorn configuration `serve` runs ``app`` with (h11, with the header timeout)."""
+    if not header_timeout > 0:
+        raise ConfigError(f"the header timeout must be a positive number of seconds, got {header_timeout}")
+    protocol = type("HeaderTimeoutProtocol", (_HeaderTimeoutProtocol,), {"header_timeout": float(header_timeout)})
+    return uvicorn.Config(app, http=protocol, log_level=log_level, access_log=False, timeout_keep_alive=30)
+
+
 def serve(retriever: Retriever, host: str = "127.0.0.1", port: int = 8000, *, limits: ServerLimits | None = None,
           workers: int = 1, token: str | None = None, on_ready: Callable[[str], None] | None = None,
-          log_level: str = "warning") -> None:
+          log_level: str = "warning", header_timeout: float = DEFAULT_HEADER_TIMEOUT) -> int | None:
     """Serve ``retriever`` until interrupted. ``on_ready(url)`` is called once the socket is listening.
 
-    Logs a warning when ``host`` is not a loopback address and no ``token`` is set: anyone who reaches the
-    port can then search the index.
+    SIGTERM stops the server gracefully (requests in flight are answered) and `serve` returns it; Ctrl-C raises
+    KeyboardInterrupt after the same shutdown. Connections whose request headers take longer than
+    ``header_timeout`` seconds are closed. Logs a warning when ``host`` is not a loopback address and no
+    ``token`` is set: anyone who reaches the port can then search the index.
     """
     app = create_app(retriever, limits, workers=workers, token=token)
     if token is None and not is_loopback(host):
@@ -380,12 +439,23 @@ def serve(retriever: Retriever, host: str = "127.0.0.1", port: int = 8000, *, li
     actual_port = sock.getsockname()[1]
     shown_host = f"[{host}]" if ":" in host else host
     url = f"http://{shown_host}:{actual_port}"
-    config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_keep_alive=30)
-    server = uvicorn.Server(config)
-    if on_ready is not None:
-        on_ready(url)
+    server = uvicorn.Server(uvicorn_config(app, header_timeout=header_timeout, log_level=log_level))
+    stopped: list[int] = []
+
+    def on_term(signum: int, frame: object) -> None:
+        # Before uvicorn's own handler is in place (and when it re-raises the signal after its shutdown).
+        stopped.append(signum)
+        server.should_exit = True
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, on_term) if main_thread else None
     try:
+        if on_ready is not None:
+            on_ready(url)
         server.run(sockets=[sock])
     finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
         app.state.batcher.close()
         sock.close()
+    return stopped[0] if stopped else None

@@ -150,7 +150,8 @@ def sample_tokens(
     # `searchrl eval --help` and the scripted backend import without torch (logits are torch tensors: it is loaded)
     import torch
 
-    logits = logits.float()  # (B, V)
+    # At least float32 (bf16 logits are upcast); a float64 model's logits stay float64 (the exact-math tests).
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # (B, V)
     if params.greedy:
         tokens = logits.argmax(dim=-1)  # (B,)
         chosen = logits.gather(1, tokens[:, None]).squeeze(1)
@@ -175,4 +176,4 @@ def sample_tokens(
     # The first index whose cumulative mass exceeds u: zero-probability tokens have empty intervals.
     tokens = torch.searchsorted(cdf, u, right=True).clamp_(max=z.shape[-1] - 1).squeeze(1)  # (B,)
     chosen = z.gather(1, tokens[:, None]) - z_max  # (B, 1)
-    return tokens, (chosen - torch.log(total).float()).squeeze(1)
+    return tokens, (chosen - torch.log(total).to(chosen.dtype)).squeeze(1)

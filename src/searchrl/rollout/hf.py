@@ -625,7 +625,8 @@ def full_forward_logprobs(
     device = next(model.parameters()).device
     ids = torch.tensor([list(prompt_ids) + list(response_ids)], dtype=torch.long, device=device)
     with torch.inference_mode():
-        logits = model(input_ids=ids).logits[0].float()  # (T, V)
+        logits = model(input_ids=ids).logits[0]
+        logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # (T, V); a float64 model's stay float64
     start = len(prompt_ids)
     logp = torch.log_softmax(logits[start - 1 : -1] / temperature, dim=-1)  # (R, V)
     return logp.gather(1, torch.tensor(list(response_ids), device=device)[:, None]).squeeze(1).tolist()

@@ -324,7 +324,10 @@ _Loader.add_implicit_resolver(
 
 
 def yaml_load(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    """Parse YAML with `_Loader`, refusing a key given twice and runaway alias expansion (`fileio.load_yaml`)."""
+    from searchrl.fileio import load_yaml
+
+    return load_yaml(text, _Loader)
 
 
 def packaged_config_names() -> list[str]:
@@ -363,8 +366,14 @@ def read_yaml(path: Path) -> dict:
     except UnicodeDecodeError as exc:
         line = path.read_bytes()[: exc.start].count(b"\n") + 1
         raise ConfigError(f"{path}:{line}: not valid UTF-8 ({exc.reason}); save the file as UTF-8") from None
+    from searchrl.fileio import yaml_input_error
+
     try:
         data = yaml_load(text)
+    except yaml_input_error() as exc:  # parses, but refused: a key given twice, an alias bomb
+        raise ConfigError(f"{path}:{exc.problem_mark.line + 1}: {exc.problem}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nests too deeply to read; flatten the file") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -384,9 +393,13 @@ def parse_override(text: str) -> tuple[str, Any]:
     key = key.strip()
     if not sep or not key or any(not part for part in key.split(".")):
         raise ConfigError(f"override '{text}' is not of the form dotted.key=value (e.g. train.lr=1e-6)")
+    from searchrl.fileio import yaml_input_error
+
     try:
         value = yaml_load(raw) if raw.strip() else None
-    except yaml.YAMLError:
+    except yaml_input_error() as exc:
+        raise ConfigError(f"override '{text}': {exc.problem}") from None
+    except (yaml.YAMLError, RecursionError):
         value = raw  # an unparsable value stays a string; the schema then says what it expected
     return key, value
 
