@@ -12,10 +12,17 @@ from searchrl.algorithms import (
     AGGREGATION_MODES,
     KL_KINDS,
     LLDS_GATES,
+    AdvantageBatch,
+    CalibAdvParams,
+    GSPOParams,
+    LLDSParams,
     PolicyBatch,
+    PPOClipParams,
+    SAPOParams,
+    Term,
     aggregate,
     build_objective,
-    calibadv_advantages,
+    calibadv,
     entropy_from_logits,
     group_index,
     grpo_advantages,
@@ -24,12 +31,9 @@ from searchrl.algorithms import (
     llds,
     ppo_clip,
     sapo,
-    silver_turn_scores,
     turn_ids,
-    word_edit_similarity,
-    word_levenshtein,
 )
-from searchrl.algorithms.losses import Term
+from searchrl.rewards import silver_turn_scores, word_edit_similarity, word_levenshtein
 
 torch.set_num_threads(2)
 LN = math.log
@@ -44,22 +48,30 @@ def value(term: Term, mode: str = "token-mean", norm_constant: float | None = No
     return aggregate(term.per_token, term.mask, term.agg_mode or mode, norm_constant=norm_constant)
 
 
+# The registered terms take (PolicyBatch, params); these wrappers give the tests the tensor-and-knob form.
+
+
 def ppo_clip_loss(lp, old, adv, mask, *, loss_agg_mode="token-mean", norm_constant=None, **knobs):
-    term = ppo_clip(lp, old, adv, mask, **knobs)
+    term = ppo_clip(PolicyBatch(lp, old, adv, mask), PPOClipParams(**knobs))
     return value(term, loss_agg_mode, norm_constant), term.metrics
 
 
 def gspo_loss(lp, old, adv, mask, *, loss_agg_mode="seq-mean-token-mean", **knobs):
-    term = gspo(lp, old, adv, mask, **knobs)
+    term = gspo(PolicyBatch(lp, old, adv, mask), GSPOParams(**knobs))
     return value(term, loss_agg_mode), term.metrics
 
 
 def sapo_penalty(lp, old, adv, mask, **knobs):
-    return value(sapo(lp, old, adv, mask, **knobs))
+    return value(sapo(PolicyBatch(lp, old, adv, mask), SAPOParams(**knobs)))
 
 
-def llds_penalty(lp, old, adv, mask, **knobs):
-    return value(llds(lp, old, adv, mask, **knobs))
+def llds_penalty(lp, old, adv, mask, *, answer_mask=None, **knobs):
+    return value(llds(PolicyBatch(lp, old, adv, mask, answer_mask=answer_mask), LLDSParams(**knobs)))
+
+
+def calibadv_advantages(rewards, group_ids, mask, turn_scores, **knobs):
+    rewards = rewards if isinstance(rewards, torch.Tensor) else torch.tensor(rewards, dtype=torch.float32)
+    return calibadv(AdvantageBatch(rewards, group_ids, mask, turn_scores), CalibAdvParams(**knobs))
 
 
 # ------------------------------------------------------------------------------------------- masks and groups
@@ -694,7 +706,7 @@ def test_kl_derivatives_match_autograd(kind: str) -> None:
 
 def test_per_token_penalty_masks_by_hand() -> None:
     lp, old, adv, mask = _sapo_case()
-    terms = sapo(lp, old, adv, mask)
+    terms = sapo(PolicyBatch(lp, old, adv, mask), SAPOParams())
     # rows A ≥ 0: 0 and 1 (the official token mean runs over their tokens); acting tokens r ≤ 1: row 0 tokens 0
     # and 2, row 1 token 0
     assert terms.agg_mode == "token-mean"
@@ -703,10 +715,10 @@ def test_per_token_penalty_masks_by_hand() -> None:
     assert terms.per_token[0].tolist() == pytest.approx([LN(2), 0.0, 0.0, 0.0])
     assert terms.metrics["active"].item() == pytest.approx(3 / 5)
     assert terms.metrics["selected"].item() == pytest.approx(4 / 5)
-    paper = sapo(lp, old, adv, mask, normalization="paper")
+    paper = sapo(PolicyBatch(lp, old, adv, mask), SAPOParams(normalization="paper"))
     assert paper.agg_mode == "seq-mean-token-mean" and torch.equal(paper.mask, mask.bool())
     lp, old, adv, mask = _llds_case()
-    terms = llds(lp, old, adv, mask, gate="action")
+    terms = llds(PolicyBatch(lp, old, adv, mask), LLDSParams(gate="action"))
     assert terms.acting.nonzero().tolist() == [[0, 0]]
     assert torch.equal(terms.mask, mask.bool())  # official: every masked token
     assert terms.per_token[1].tolist() == [0.0] * 6  # A < 0
@@ -803,14 +815,14 @@ def test_llds_action_gate_equals_a_loop_over_rows_and_actions(seed: int, dtype: 
     assert got.item() == pytest.approx(value, rel=1e-6, abs=1e-12)
     assert torch.equal(lp.grad, grad)
     lp.grad = None
-    terms = llds(lp, old, adv, mask, gate="action")
+    terms = llds(PolicyBatch(lp, old, adv, mask), LLDSParams(gate="action"))
     assert torch.equal(terms.per_token.detach(), per_token) and torch.equal(terms.acting, active)
     terms.per_token.sum().backward()
     n_tokens = max(1, int(mask.sum()))
     assert torch.equal(lp.grad * (1.0 / n_tokens), grad)  # ∂P/∂lp = −1 on the active tokens
     # the objective runs the same term
     objective = build_objective({"name": "llds", "kl_coef": 0, "entropy_coef": 0})
-    _, metrics = objective.loss(PolicyBatch(lp, old, adv, mask))
+    _, metrics, _ = objective.loss(PolicyBatch(lp, old, adv, mask))
     assert metrics["penalty/llds"].item() == pytest.approx(value, rel=1e-6, abs=1e-12)
 
 
@@ -826,3 +838,24 @@ def test_llds_action_gate_edge_shapes() -> None:
     zero_mask = torch.zeros(3, 8, dtype=torch.long)
     lp = torch.full((3, 8), -1.0).requires_grad_()
     assert llds_penalty(lp, torch.zeros(3, 8), torch.ones(3), zero_mask, gate="action").item() == 0.0
+
+
+def test_per_token_advantages_select_rows_by_their_masked_mean() -> None:
+    """docs/algorithms.md's divergence: with per-token advantages (CalibAdv), SAPO and LLDS select a row by its
+    masked mean advantage, where the official code reads advantages[:, 0]. Row 0: −0.2 on its first turn, +0.4 on
+    its answer turn (two tokens each), mean +0.1; row 1: −1 everywhere. Log-ratio −0.1 on every token."""
+    import torch
+
+    from searchrl.algorithms import PolicyBatch, SAPOParams, aggregate, sapo
+
+    adv = torch.tensor([[-0.2, -0.2, 0.4, 0.4], [-1.0, -1.0, -1.0, -1.0]], dtype=torch.float64)
+    mask = torch.ones(2, 4, dtype=torch.float64)
+    old = torch.zeros(2, 4, dtype=torch.float64)
+    lp = (old - 0.1).requires_grad_(True)
+    term = sapo(PolicyBatch(lp, old, adv, mask), SAPOParams())
+    assert term.acting[0].all() and not term.acting[1].any()  # row 0 selected by its mean (+0.1)
+    assert float(aggregate(term.per_token, term.mask, term.agg_mode)) == pytest.approx(0.1)
+    # The official code's reading (the first token's advantage, −0.2): row 0 not selected, nothing acts.
+    official = sapo(PolicyBatch(lp, old, adv[:, 0], mask), SAPOParams())
+    assert not official.acting.any()
+    assert float(aggregate(official.per_token, official.mask, official.agg_mode)) == 0.0

@@ -18,13 +18,14 @@ from searchrl.algorithms import (
     UnknownNameError,
     aggregate,
     algorithm_names,
+    LLDSParams,
+    PPOClipParams,
+    SAPOParams,
     build_objective,
-    check_params,
     default_algorithm_config,
     get_advantage_estimator,
     get_policy_loss,
     kl_penalty,
-    knob,
     llds,
     log_ratio,
     metric_keys,
@@ -37,6 +38,7 @@ from searchrl.algorithms import (
     turn_ids,
     unregister,
 )
+from searchrl.settings import check, setting
 
 torch.set_num_threads(2)
 ALGORITHMS = ["calibadv", "calibadv_sapo", "dapo", "dr_grpo", "grpo", "gspo", "llds", "sapo", "sapo_strict"]
@@ -48,16 +50,16 @@ def value(term: Term, mode: str = "token-mean") -> torch.Tensor:
 
 
 def ppo_clip_loss(lp, old, adv, mask):
-    term = ppo_clip(lp, old, adv, mask)
+    term = ppo_clip(PolicyBatch(lp, old, adv, mask), PPOClipParams())
     return value(term), term.metrics
 
 
 def sapo_penalty(lp, old, adv, mask, **knobs):
-    return value(sapo(lp, old, adv, mask, **knobs))
+    return value(sapo(PolicyBatch(lp, old, adv, mask), SAPOParams(**knobs)))
 
 
-def llds_penalty(lp, old, adv, mask, **knobs):
-    return value(llds(lp, old, adv, mask, **knobs))
+def llds_penalty(lp, old, adv, mask, *, answer_mask=None, **knobs):
+    return value(llds(PolicyBatch(lp, old, adv, mask, answer_mask=answer_mask), LLDSParams(**knobs)))
 
 
 def _batch(seed: int = 0, rows: int = 6, width: int = 12, drift: float = 0.3, **extra: torch.Tensor) -> PolicyBatch:
@@ -203,10 +205,10 @@ def test_duplicate_and_bad_registrations_raise() -> None:
 
 @dataclass(frozen=True)
 class _RatioL2Params:
-    coef: float = knob(0.5, help="weight", ge=0.0)
+    coef: float = setting(0.5, help="weight", ge=0.0)
 
     def __post_init__(self) -> None:
-        check_params(self)
+        check(self)
 
 
 def test_user_penalty_and_algorithm_compose_without_touching_ours() -> None:
@@ -220,7 +222,7 @@ def test_user_penalty_and_algorithm_compose_without_touching_ours() -> None:
         register_algorithm("grpo_l2", advantage_estimator="grpo", policy_loss="ppo_clip", penalties=["ratio_l2"])
         objective = build_objective({"name": "grpo_l2", "ratio_l2": {"coef": 2.0}, "kl_coef": 0, "entropy_coef": 0})
         batch = _batch(1)
-        loss, metrics = objective.loss(batch)
+        loss, metrics, _ = objective.loss(batch)
         pg, _ = ppo_clip_loss(batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask)
         m = batch.response_mask.double()
         l2 = (((batch.log_probs - batch.old_log_probs) ** 2) * m).sum() / m.sum()
@@ -259,7 +261,7 @@ def test_metric_key_set_is_fixed(name: str) -> None:
 def test_objective_total_is_the_sum_of_its_parts() -> None:
     batch = _batch(3)
     objective = build_objective({"name": "sapo"})
-    loss, metrics = objective.loss(batch)
+    loss, metrics, _ = objective.loss(batch)
     lp, old, adv, mask = batch.log_probs, batch.old_log_probs, batch.advantages, batch.response_mask
     pg, _ = ppo_clip_loss(lp, old, adv, mask)
     sapo = sapo_penalty(lp, old, adv, mask)
@@ -271,7 +273,7 @@ def test_objective_total_is_the_sum_of_its_parts() -> None:
     assert metrics["penalty/sapo"].item() == pytest.approx(sapo.item())
     assert torch.isnan(metrics["penalty/llds"]) and torch.isnan(metrics["penalty/llds_active"])
     assert 0 < metrics["penalty/sapo_active"].item() < 1
-    llds_loss, llds_metrics = build_objective({"name": "llds"}).loss(batch)
+    llds_loss, llds_metrics, _ = build_objective({"name": "llds"}).loss(batch)
     llds = llds_penalty(lp, old, adv, mask)
     assert llds_metrics["penalty"].item() == pytest.approx(0.2 * llds.item())
     # the objective's gradient equals the sum of the separately computed terms' gradients
@@ -289,7 +291,7 @@ def test_sapo_gradient_through_objective_is_minus_gamma_over_n() -> None:
     lp = torch.tensor([[-0.5, 0.4, -0.1], [-0.2, 0.0, 0.0]], dtype=torch.float64, requires_grad=True)
     mask = torch.tensor([[1, 1, 1], [1, 0, 0]])
     objective = build_objective({"name": "sapo", "kl_coef": 0, "entropy_coef": 0, "sapo": {"gamma": 0.3}})
-    loss, _ = objective.loss(PolicyBatch(lp, old, torch.zeros(2, dtype=torch.float64), mask))
+    loss, _, _ = objective.loss(PolicyBatch(lp, old, torch.zeros(2, dtype=torch.float64), mask))
     loss.backward()
     n = 4
     assert lp.grad.tolist() == [pytest.approx([-0.3 / n, 0.0, -0.3 / n]), pytest.approx([-0.3 / n, 0.0, 0.0])]
@@ -326,7 +328,7 @@ def test_penalty_normalisations_by_their_definitions(normalization, seed) -> Non
                                  "sapo": {"normalization": normalization},
                                  "llds": {"normalization": normalization, "gate": "token"}})
     lp = base.log_probs.detach().clone().requires_grad_(True)
-    _, metrics = objective.loss(PolicyBatch(lp, old, adv, mask))
+    _, metrics, _ = objective.loss(PolicyBatch(lp, old, adv, mask))
     x = (lp - old).detach()
     sapo_rows = (-x * (x <= 0) * m).sum(-1) * pre  # Σ_t over acting tokens of the A ≥ 0 rows
     llds_rows = ((-x).clamp(min=0) * m).sum(-1) * pre
@@ -383,7 +385,7 @@ def test_masked_tokens_get_exactly_zero_gradient(name: str) -> None:
     if "-" in name:
         cfg["llds"] = {"gate": name.split("-")[1]}
     batch = _batch(5)
-    loss, _ = build_objective(cfg).loss(batch)
+    loss, _, _ = build_objective(cfg).loss(batch)
     loss.backward()
     off = batch.response_mask == 0
     assert off.any()
@@ -399,7 +401,7 @@ def test_empty_selections_give_finite_zero_with_graph(name: str) -> None:
     old = torch.randn(3, 5, dtype=torch.float64)
     ent = torch.rand(3, 5, dtype=torch.float64, requires_grad=True)
     empty = PolicyBatch(lp, old, torch.ones(3, dtype=torch.float64), torch.zeros(3, 5), ref_log_probs=old, entropy=ent)
-    loss, metrics = objective.loss(empty)
+    loss, metrics, _ = objective.loss(empty)
     assert loss.item() == 0.0 and loss.requires_grad
     loss.backward()
     assert torch.equal(lp.grad, torch.zeros_like(lp))
@@ -513,7 +515,7 @@ def test_objective_runs_the_documented_functions(name: str) -> None:
     batch = _batch(7)
     sys.setprofile(profile)
     try:
-        loss, _ = objective.loss(batch)
+        loss, _, _ = objective.loss(batch)
         loss.backward()
     finally:
         sys.setprofile(None)

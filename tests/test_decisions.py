@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import assert_same_math
 
-from searchrl.evaluation.decisions import (
+from searchrl.analysis.decisions import (
     ANSWER_TAG,
     SEARCH_TAG,
     DecisionPoint,

@@ -140,6 +140,7 @@ def test_checkpoints_load_onto_the_models_device_whatever_saved_them(tmp_path, m
     rng = torch.load(folder / "rng.pt", weights_only=False)
     rng["cuda"] = [torch.get_rng_state()]  # as a one-GPU run writes it: one state per GPU
     torch.save(rng, folder / "rng.pt")
+    checkpoint.atomic_write_json(folder / checkpoint.MANIFEST_FILE, checkpoint._manifest(folder))  # as it saved it
     mapped = []
     real_load = torch.load
 
@@ -202,7 +203,7 @@ def test_rollouts_sample_in_bf16_on_a_gpu_under_train_bf16_and_in_float32_on_the
 
 def test_token_batches_move_as_a_whole():
     from searchrl.rollout.types import Trajectory
-    from searchrl.training.batching import collate
+    from searchrl.training.forward import collate
 
     traj = Trajectory(question=None, group_id="g", prompt_ids=[1, 2], response_ids=[3, 4], response_mask=[1, 0],
                       sampling_logprobs=[0.0, 0.0], turns=[], answer=None, num_searches=0, finish_reason="stop")
@@ -242,7 +243,9 @@ def test_a_lora_run_keeps_its_base_in_bf16_and_its_adapters_in_float32(tiny_mode
     cfg = load_config("demo", tiny_overrides(tiny_model, run, train__steps=2, model__lora__enabled="true",
                                              model__lora__r=4, model__dtype="bfloat16", train__lr=1e-3,
                                              train__bf16="false", log__samples_every=0, train__device="cpu"))
-    loop.train(cfg, console=False)
+    from searchrl.training.run import train
+
+    train(cfg, console=False)
     assert dtypes == {"base": {torch.bfloat16}, "adapter": {torch.float32}}
     rows = read_jsonl(run / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2] and all(math.isfinite(r["actor/loss"]) for r in rows)

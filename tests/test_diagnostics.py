@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
 
-from searchrl.training.diagnostics import (
-    ALL_DIAGNOSTIC_KEYS,
-    TOKEN_DIAGNOSTIC_KEYS,
+from searchrl.algorithms import PolicyBatch, PPOClipParams, SAPOParams, ppo_clip, sapo
+from searchrl.analysis.diagnostics import (
+    all_diagnostic_keys,
     average_diagnostics,
     calibadv_diagnostics,
     log_ratio_drift,
     quantile,
     rollout_diagnostics,
+    token_diagnostic_keys,
     token_diagnostics,
     turn_kind_from_mask,
 )
+
+TOKEN_DIAGNOSTIC_KEYS = token_diagnostic_keys()
+ALL_DIAGNOSTIC_KEYS = all_diagnostic_keys()
 
 LN2 = math.log(2.0)
 
@@ -33,6 +38,18 @@ NEW = OLD + torch.log(RATIOS.double())
 
 def approx(x: float | torch.Tensor, rel: float = 1e-6) -> object:
     return pytest.approx(float(x), rel=rel, abs=1e-9)  # inputs are float32
+
+
+def diagnostics(log_probs, old_log_probs, advantages, response_mask, *, entropy=None, clip=(0.2, 0.2),
+                sapo_params: SAPOParams | None = SAPOParams()) -> dict:
+    """token_diagnostics as the trainer calls it: where the terms acted comes from the terms the objective ran
+    (the PPO surrogate with `clip`, and SAPO with `sapo_params` unless None)."""
+    batch = PolicyBatch(log_probs, old_log_probs, advantages, response_mask)
+    base = ppo_clip(batch, PPOClipParams(*clip))
+    penalties = {"sapo": sapo(batch, sapo_params).acting} if sapo_params is not None else {}
+    return token_diagnostics(log_probs=log_probs, old_log_probs=old_log_probs, advantages=advantages,
+                             response_mask=response_mask, turn_kind=turn_kind_from_mask(response_mask),
+                             entropy=entropy, base_acting=base.acting, penalty_acting=penalties)
 
 
 def test_turn_kind_from_mask_labels_last_run_as_answer() -> None:
@@ -64,10 +81,7 @@ def test_log_ratio_drift_is_mu_plus_half_variance() -> None:
 
 def test_token_diagnostics_hand_computed() -> None:
     entropy = torch.tensor([[1.0, 2.0, 99.0, 99.0, 3.0, 4.0], [5.0, 6.0, 7.0, 99.0, 99.0, 99.0]])
-    d = token_diagnostics(
-        log_probs=NEW, old_log_probs=OLD, advantages=torch.tensor([1.0, -1.0]), response_mask=MASK,
-        turn_kind=turn_kind_from_mask(MASK), entropy=entropy,
-    )
+    d = diagnostics(NEW, OLD, torch.tensor([1.0, -1.0]), MASK.double(), entropy=entropy.double())
     assert set(d) == set(TOKEN_DIAGNOSTIC_KEYS)
     # all sampled ratios: 1, 0.25, 2, 1 | 0.5, 1, 4   (sorted 0.25 0.5 1 1 1 2 4)
     assert d["diag/is_ratio_mean"] == approx(9.75 / 7)
@@ -111,8 +125,7 @@ def test_clip_fraction_equals_search_r1_pg_clipfrac() -> None:
     mask = (torch.rand(B, T, generator=gen) > 0.3).long()
     adv = torch.randn(B, T, generator=gen)
     for low, high in ((0.2, 0.2), (0.2, 0.28)):
-        d = token_diagnostics(log_probs=new, old_log_probs=old, advantages=adv, response_mask=mask,
-                              turn_kind=turn_kind_from_mask(mask), clip_low=low, clip_high=high)
+        d = diagnostics(new, old, adv, mask.float(), clip=(low, high))
         ratio = torch.exp(new - old)
         clipped = torch.clamp(ratio, 1 - low, 1 + high)
         oracle = (((-adv * clipped) > (-adv * ratio)).float() * mask).sum() / mask.sum()
@@ -122,20 +135,17 @@ def test_clip_fraction_equals_search_r1_pg_clipfrac() -> None:
 def test_token_advantages_per_token_and_empty_selections() -> None:
     # Per-token advantages: zeroing A on row 0's r=2 token removes the high clip.
     adv = torch.tensor([[1.0, 1.0, 0.0, 0.0, 0.0, 1.0], [-1.0, -1.0, -1.0, 0.0, 0.0, 0.0]])
-    d = token_diagnostics(log_probs=NEW, old_log_probs=OLD, advantages=adv, response_mask=MASK,
-                          turn_kind=turn_kind_from_mask(MASK))
+    d = diagnostics(NEW, OLD, adv.double(), MASK.double())
     assert d["diag/clip_frac_high"] == approx(0.0)
     assert math.isnan(float(d["diag/entropy"]))  # no entropy given
     # Only answer turns: the /search selection is empty -> NaN, never an exception.
     single = torch.tensor([[1, 1, 1, 0]])
-    d = token_diagnostics(log_probs=torch.zeros(1, 4), old_log_probs=torch.zeros(1, 4), advantages=torch.ones(1),
-                          response_mask=single, turn_kind=turn_kind_from_mask(single))
+    d = diagnostics(torch.zeros(1, 4), torch.zeros(1, 4), torch.ones(1), single.float())
     assert math.isnan(float(d["diag/is_ratio_mean/search"])) and math.isnan(float(d["diag/log_ratio_drift/search"]))
     assert d["diag/is_ratio_mean/answer"] == approx(1.0)
     # Nothing sampled at all: every key present and NaN.
     empty = torch.zeros(2, 3, dtype=torch.long)
-    d = token_diagnostics(log_probs=torch.zeros(2, 3), old_log_probs=torch.zeros(2, 3), advantages=torch.ones(2),
-                          response_mask=empty, turn_kind=empty, entropy=torch.ones(2, 3))
+    d = diagnostics(torch.zeros(2, 3), torch.zeros(2, 3), torch.ones(2), empty.float(), entropy=torch.ones(2, 3))
     assert set(d) == set(TOKEN_DIAGNOSTIC_KEYS) and all(math.isnan(float(v)) for v in d.values())
 
 
@@ -239,24 +249,42 @@ def test_documented_schema_lists_every_key() -> None:
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "metrics.md").read_text(encoding="utf-8")
+    from searchrl.algorithms import policy_loss_names
+
+    penalty = re.compile(r"^diag/(" + "|".join(policy_loss_names("penalty")) + r")_")
     for key in ALL_DIAGNOSTIC_KEYS:
         stat = key.split("/")[1]
-        documented = f"`{key}`" in doc or (
+        generic = penalty.sub("diag/<penalty>_", key)  # per-penalty keys are documented once, for <penalty>
+        documented = f"`{key}`" in doc or f"`{generic}`" in doc or (
             key.startswith("diag/is_ratio_") and key.count("/") == 2 and f"`diag/is_ratio_<stat>/{key.split('/')[2]}`" in doc
             and f"`diag/{stat}`" in doc
         )
         assert documented, f"{key} is not documented in docs/metrics.md"
 
 
-def test_sapo_region_splits_the_acting_tokens_by_turn_and_advantage_sign() -> None:
+def test_sapo_region_is_where_the_sapo_term_acted_by_turn_and_advantage_sign() -> None:
     # row 0 (A > 0): search r = 1, 0.25 (both r <= 1), answer r = 2 (not), 1; row 1 (A = 0): answer r = 0.5, 1, 4
-    d = token_diagnostics(log_probs=NEW, old_log_probs=OLD, advantages=torch.tensor([1.0, 0.0]), response_mask=MASK,
-                          turn_kind=turn_kind_from_mask(MASK))
+    d = diagnostics(NEW, OLD, torch.tensor([1.0, 0.0], dtype=torch.float64), MASK.double())
     assert d["diag/sapo_region/search_pos"] == approx(2 / 7)
     assert d["diag/sapo_region/answer_pos"] == approx(1 / 7)
     assert d["diag/sapo_region/answer_zero"] == approx(2 / 7)
     assert d["diag/sapo_region/search_zero"] == approx(0.0)
     # a negative row is outside the region altogether
-    d = token_diagnostics(log_probs=NEW, old_log_probs=OLD, advantages=torch.tensor([1.0, -1.0]), response_mask=MASK,
-                          turn_kind=turn_kind_from_mask(MASK))
+    d = diagnostics(NEW, OLD, torch.tensor([1.0, -1.0], dtype=torch.float64), MASK.double())
     assert d["diag/sapo_region/answer_zero"] == approx(0.0) and d["diag/sapo_region/answer_pos"] == approx(1 / 7)
+    # The region is read from the term, with the run's parameters: τ = 2 takes row 0's answer token at r = 2 in,
+    # the paper's A > 0 (strict_positive) leaves the A = 0 row out; re-deriving it with τ = 1, A >= 0 would not.
+    adv = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    assert diagnostics(NEW, OLD, adv, MASK.double(), sapo_params=SAPOParams(tau=2.0))["diag/sapo_region/answer_pos"] == approx(2 / 7)
+    strict = diagnostics(NEW, OLD, adv, MASK.double(), sapo_params=SAPOParams(strict_positive=True))
+    assert strict["diag/sapo_region/answer_zero"] == approx(0.0) and strict["diag/sapo_region/answer_pos"] == approx(1 / 7)
+    # Without SAPO in the objective the region is not applicable: NaN, the key still there.
+    assert math.isnan(float(diagnostics(NEW, OLD, adv, MASK.double(), sapo_params=None)["diag/sapo_region/answer_pos"]))
+
+
+def test_isdd_is_the_share_of_nonnegative_advantage_tokens_whose_ratio_fell_below_0_8() -> None:
+    # A >= 0 tokens: row 0's 1, 0.25, 2, 1 (A = +1); row 1 (A = -1) is not counted. Below 0.8: only 0.25.
+    d = diagnostics(NEW, OLD, torch.tensor([1.0, -1.0], dtype=torch.float64), MASK.double())
+    assert d["diag/isdd_share"] == approx(1 / 4) and d["diag/isdd_ratio_mean"] == approx(0.25)
+    d = diagnostics(NEW, OLD, torch.tensor([1.0, 0.0], dtype=torch.float64), MASK.double())  # row 1 joins: 0.5
+    assert d["diag/isdd_share"] == approx(2 / 7) and d["diag/isdd_ratio_mean"] == approx(0.375)

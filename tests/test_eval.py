@@ -523,7 +523,7 @@ def test_paired_gain_interval_is_paired_not_two_independent_bootstraps() -> None
     """Two evaluations of the same questions are highly correlated: a paired bootstrap of the per-question
     differences is much narrower than the difference of two independent (unpaired) bootstraps."""
     from searchrl.evaluation.bootstrap import bootstrap_means, percentile_interval
-    from searchrl.training.trainer import paired_gain
+    from searchrl.evaluation.bootstrap import paired_gain
 
     rng = np.random.default_rng(0)
     n = 400

@@ -27,10 +27,9 @@ import torch
 from conftest import EPS_BF16, assert_same_math, same_math
 from safetensors.torch import load_file
 from test_rollout_hf import EchoRetriever, _full_logprobs, _prompts, _run_session
+from test_forward import _logit_spread, _tiny_batch  # noqa: E402
 from test_train import (  # noqa: F401
     REPO,
-    _logit_spread,
-    _tiny_batch,
     _wait_rows,
     rows_without_time,
     same,
@@ -62,7 +61,7 @@ def test_a_tiny_model_trains_rl_steps_on_cuda(tiny_model, tmp_path, monkeypatch,
     real_step = loop.rl_step
 
     def recording_step(t, step):
-        seen.append((module_device(t.model).type, t.backend.pack_weights, t.backend.bf16))
+        seen.append((module_device(t.model).type, t.engine.backend.pack_weights, t.engine.backend.bf16))
         return real_step(t, step)
 
     monkeypatch.setattr(loop, "rl_step", recording_step)
@@ -70,7 +69,9 @@ def test_a_tiny_model_trains_rl_steps_on_cuda(tiny_model, tmp_path, monkeypatch,
     if variant == "lora_bf16_base":
         extra |= {"model__lora__enabled": "true", "model__lora__r": 4, "model__dtype": "bfloat16"}
     run = tmp_path / "run"
-    summary = loop.train(_tiny_run(tiny_model, run, **extra), console=False)
+    from searchrl.training.run import train
+
+    summary = train(_tiny_run(tiny_model, run, **extra), console=False)
     rows = read_jsonl(run / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2, 3] and summary["steps"] == 3
     # no oneDNN packing off the CPU; rollouts sample in bf16 (rollout.bf16 null, train.bf16 auto on a bf16 GPU)
@@ -87,7 +88,7 @@ def test_a_tiny_model_trains_rl_steps_on_cuda(tiny_model, tmp_path, monkeypatch,
 
 
 def test_cpu_and_cuda_log_probs_of_the_same_model_and_batch_agree(tiny_model):
-    from searchrl.training.batching import token_logprobs
+    from searchrl.training.forward import token_logprobs
     from searchrl.training.policy import autocast
 
     model32, batch = _tiny_batch(tiny_model)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
 from searchrl.errors import ConfigError
-from searchrl.training.monitor import (
+from searchrl.analysis.monitor import (
     CollapseMonitor,
     MonitorConfig,
     MonitorEvent,
@@ -83,7 +84,7 @@ def test_search_drop_fires_when_the_agent_stops_searching() -> None:
 
 
 def test_format_collapse_fires_at_the_step_grpo_lost_the_protocol() -> None:
-    # Format validity per step of the collapse regime's seed-0 runs (docs/experiments/collapse/*/metrics.jsonl).
+    # Format validity per step of the collapse regime's seed-0 runs (results/collapse/*/metrics.jsonl).
     grpo = [0.75, 0.0, 0.16, 0.02, 0.02, 0.0, 0.25, 0.98, 1.0, 0.98, 0.95, 1.0]
     sapo = [0.75, 0.92, 0.88, 0.91, 0.91, 0.84, 0.92, 0.97, 0.95, 0.84, 0.62, 0.77]
     events = feed(CollapseMonitor(only("format_collapse")), "diag/format_valid", grpo)
@@ -247,3 +248,18 @@ def test_disabled_monitor_and_event_records(tmp_path) -> None:
     assert lines == [events[0].to_record()]
     assert set(lines[0]) == {"step", "rule", "message", "metric", "value", "threshold", "action"}
     assert lines[0]["step"] == 3 and lines[0]["rule"] == "is_ratio_low" and lines[0]["action"] == "warn"
+
+
+def test_answer_collapse_fires_at_the_step_the_committed_grpo_run_stopped_answering() -> None:
+    """The collapse study's GRPO seed-0 and seed-1 runs (results/collapse/, as committed): the share of trajectories
+    that answer went 0.94 -> 0.06 and 0.88 -> 0.25 at step 2; the rule fires there, and never on SAPO's runs."""
+    from searchrl.training.logger import read_jsonl
+
+    results = Path(__file__).resolve().parents[1] / "results" / "collapse"
+    for run, step in (("grpo-s0", 2), ("grpo-s1", 2)):
+        answered = [row["env/answered"] for row in read_jsonl(results / run / "metrics.jsonl")]
+        events = feed(CollapseMonitor(only("answer_collapse")), "env/answered", answered)
+        assert [e.step for e in events] == [step] and events[0].rule == "answer_collapse", run
+    for run in ("sapo-s0", "sapo-s1", "sapo-s2"):
+        answered = [row["env/answered"] for row in read_jsonl(results / run / "metrics.jsonl")]
+        assert feed(CollapseMonitor(only("answer_collapse")), "env/answered", answered) == [], run

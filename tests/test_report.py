@@ -16,7 +16,7 @@ from PIL import Image, ImageChops
 
 from searchrl.cli import main as cli_main
 from searchrl.errors import DataError
-from searchrl.training.report import (
+from searchrl.analysis.report import (
     COLLAPSE_PANELS,
     ReportResult,
     _colours,
@@ -284,7 +284,7 @@ def test_report_loads_in_headless_chromium(report: ReportResult, tmp_path: Path)
 
 
 def test_moving_average_is_a_trailing_mean_over_the_raw_points() -> None:
-    from searchrl.training.report import moving_average
+    from searchrl.analysis.report import moving_average
 
     assert moving_average([1.0, 3.0, 5.0, 7.0]) == [1.0, 2.0, 3.0, 5.0]
     assert moving_average([2.0, 4.0], window=1) == [2.0, 4.0]
@@ -313,7 +313,8 @@ def _study_run(folder: Path, formats: list[float], val: dict[int, float], start_
 
 
 def test_arms_pool_seeds_collapse_steps_and_the_start_validation(tmp_path: Path) -> None:
-    from searchrl.training.report import arms, collapse_step, pooled_gain
+    from searchrl.analysis.report import arms, collapse_step, study_tables
+    from searchrl.analysis.seeds import seed_study
 
     qs = [f"q{i}" for i in range(40)]
     start = {q: float(i % 2) for i, q in enumerate(qs)}  # EM 0.5 at the start, the same model for every seed
@@ -322,34 +323,48 @@ def test_arms_pool_seeds_collapse_steps_and_the_start_validation(tmp_path: Path)
     a = _study_run(tmp_path / "grpo-s0", [0.8, 0.1, 0.9], {0: 0.6, 3: 0.5}, start, same)
     b = _study_run(tmp_path / "grpo-s1", [0.8, 0.7, 0.9], {0: 0.6, 3: 0.2}, start, better)
     c = _study_run(tmp_path / "sapo-s0", [0.8, 0.7, 0.9], {0: 0.6, 3: 0.6}, start, better)
-    runs = [load_run(p) for p in (a, b, c)]
+    d = _study_run(tmp_path / "sapo-s1", [0.8, 0.7, 0.9], {0: 0.6, 3: 0.6}, start, better)
+    runs = [load_run(p) for p in (a, b, c, d)]
     assert list(arms(runs)) == ["grpo", "sapo"] and [r.name for r in arms(runs)["grpo"]] == ["grpo-s0", "grpo-s1"]
     # the start-of-RL validation (summary.json val.start) becomes the curve's step 0
     assert runs[0].rows[0] == {"step": 0, "val/world/em": 0.6}
     # format below 25 % at step 2; validation EM below half its start at step 3; never
-    assert [collapse_step(r) for r in runs] == [2, 3, None]
-    gain, low, high, n = pooled_gain(arms(runs)["grpo"])
-    assert n == 80 and gain == pytest.approx(0.125)  # (0 + 0.25) / 2, 40 questions x 2 seeds
-    assert low <= gain <= high
-    gain, low, high, _ = pooled_gain([runs[2]])
-    assert gain == pytest.approx(0.25) and low > 0  # every changed question gained: the interval excludes 0
-    result = write_report([a, b, c], tmp_path / "report.html")
+    assert [collapse_step(r) for r in runs] == [2, 3, None, None]
+    study = seed_study(study_tables(runs), "grpo")
+    grpo, sapo = study["arms"]["grpo"], study["arms"]["sapo"]
+    assert grpo["seeds"] == 2 and grpo["questions"] == 40 and grpo["mean"] == pytest.approx(0.125)  # (0 + 0.25) / 2
+    assert grpo["per_seed"] == pytest.approx([0.0, 0.25])
+    # t over two seeds, 0 and 0.25: 0.125 ± 12.706 · 0.1768 / √2 = 0.125 ± 1.588: wide, as two seeds are
+    assert grpo["seeds_t"] == pytest.approx([0.125 - 12.706 * 0.125, 0.125 + 12.706 * 0.125], rel=1e-3)
+    assert grpo["per_question"][0] <= 0.125 <= grpo["per_question"][1]
+    assert sapo["mean"] == pytest.approx(0.25) and sapo["per_question"][0] > 0  # every changed question gained
+    assert math.isnan(sapo["seeds_t"][0]) is False and sapo["seeds_t"] == pytest.approx([0.25, 0.25])  # no spread
+    versus = study["against_reference"]["sapo"]
+    assert versus["mean"] == pytest.approx(0.125) and versus["per_seed"] == pytest.approx([0.25, 0.0])
+    result = write_report([a, b, c, d], tmp_path / "report.html")
     page = result.html.read_text()
     assert "Arms over seeds" in page and "grpo (2 seeds)" not in page  # legends live in the PNGs
-    assert "0.125" in page
+    assert "0.125" in page and "sapo − grpo" in page
+    assert json.loads((tmp_path / "report-seeds.json").read_text())["arms"]["grpo"]["mean"] == pytest.approx(0.125)
 
 
-def test_pooled_gain_keeps_every_question_when_seeds_scored_different_samples(tmp_path: Path) -> None:
-    """An evaluation's question sample is seeded: seeds of one arm may score different questions. None is dropped."""
-    from searchrl.training.report import pooled_gain
+def test_no_paired_claim_across_seeds_that_scored_different_questions(tmp_path: Path) -> None:
+    """Every seed of a study is scored on the same questions (val.sample_seed); runs whose seeds scored different
+    samples get no seed-level claim: only the questions all seeds share count, and with none it says so."""
+    from searchrl.analysis.report import study_tables
+    from searchrl.analysis.seeds import seed_study
 
     def run(name: str, qs: list[str], gained: int) -> Path:
         start = {q: 0.0 for q in qs}
         final = {q: 1.0 if i < gained else 0.0 for i, q in enumerate(qs)}
         return _study_run(tmp_path / name, [0.8, 0.8, 0.8], {0: 0.5, 3: 0.5}, start, final)
 
-    a = run("llds-s0", [f"a{i}" for i in range(40)], 20)  # +0.5 on its own 40 questions
-    b = run("llds-s1", [f"a{i}" for i in range(10)] + [f"b{i}" for i in range(30)], 0)  # 0.0, 10 shared
-    gain, low, high, n = pooled_gain([load_run(a), load_run(b)])
-    assert n == 80 and gain == pytest.approx(0.25)  # the mean of the seeds' own gains, not of 10 shared questions
-    assert 0 < low < gain < high < 0.5
+    a = run("llds-s0", [f"a{i}" for i in range(40)], 20)  # +0.5 on its own 40 questions, the first 20 gained
+    b = run("llds-s1", [f"a{i}" for i in range(10)] + [f"b{i}" for i in range(30)], 0)  # 10 shared
+    c = run("llds-s2", [f"b{i}" for i in range(40)], 0)  # nothing in common with llds-s0
+    two = seed_study(study_tables([load_run(a), load_run(b)]))["arms"]["llds"]
+    assert two["questions"] == 10 and two["per_seed"] == pytest.approx([1.0, 0.0])  # a0..a9: gained, not gained
+    none = seed_study(study_tables([load_run(a), load_run(c)]))["arms"]["llds"]
+    assert none["questions"] == 0 and math.isnan(none["mean"])
+    page = write_report([a, c], tmp_path / "report.html").html.read_text()
+    assert "no paired claim across them" in page

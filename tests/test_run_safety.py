@@ -87,9 +87,8 @@ def test_a_refused_resume_changes_nothing_and_a_finished_run_is_not_redone(tiny_
 
 def test_a_failed_start_leaves_nothing_and_can_be_retried(tiny_model, tmp_path, capsys, monkeypatch):
     from searchrl.errors import SearchRLError
-    from searchrl.training import loop
+    from searchrl.training import loop, run as run_module
     from searchrl.training.config import load_config
-    from searchrl.training.trainer import Trainer
 
     # A model that does not load: nothing is created, not even the parent folders.
     run = tmp_path / "new" / "run"
@@ -97,11 +96,12 @@ def test_a_failed_start_leaves_nothing_and_can_be_retried(tiny_model, tmp_path, 
     assert code == 2 and "config.json" in err and not (tmp_path / "new").exists()
 
     # A failure after the folder was made (here the starting-point evaluation) removes what the run wrote.
-    def broken(self, label, **kwargs):
+    def broken(t, label, **kwargs):
         raise SearchRLError("retrieval server down")
 
     with monkeypatch.context() as patch:
-        patch.setattr(Trainer, "validate", broken)
+        for module in (loop, run_module):  # both call state.validate, by the name they imported
+            patch.setattr(module, "validate", broken)
         code, err = train_cli(capsys, tiny_overrides(tiny_model, run, val__at_start="true"))
         assert code == 2 and "retrieval server down" in err and not (tmp_path / "new").exists()
         empty = tmp_path / "empty"
@@ -111,7 +111,7 @@ def test_a_failed_start_leaves_nothing_and_can_be_retried(tiny_model, tmp_path, 
 
     # A run killed before its first checkpoint (its folder holds the marker and config.yaml) is started afresh.
     cfg = load_config("demo", tiny_overrides(tiny_model, run, train__steps=1))
-    loop._create_run_folder(cfg, run, replace=False)
+    run_module._create_run_folder(cfg, run, replace=False)
     code, err = train_cli(capsys, ["--resume", str(run)])
     assert code == 2 and f"start it afresh with `searchrl train --config {run / 'config.yaml'}`" in err, err
     code, err = train_cli(capsys, ["--config", str(run / "config.yaml")])
@@ -166,9 +166,9 @@ def test_a_full_disk_during_a_checkpoint_ends_the_run_with_a_message(tiny_model,
 
 
 def test_a_kill_between_a_checkpoint_and_its_best_mark_is_repaired_on_resume(tiny_model, tmp_path, monkeypatch):
-    from searchrl.training import loop
+    from searchrl.training import state
     from searchrl.training.config import load_config
-    from searchrl.training.loop import train
+    from searchrl.training.run import train
 
     class Killed(BaseException):
         """Stands for SIGKILL: no except clause of the trainer catches it."""
@@ -179,7 +179,7 @@ def test_a_kill_between_a_checkpoint_and_its_best_mark_is_repaired_on_resume(tin
     run = tmp_path / "run"
     cfg = load_config("demo", tiny_overrides(tiny_model, run, train__steps=2))  # step 2 validates: the best so far
     with monkeypatch.context() as patch:
-        patch.setattr(loop, "mark_best", killed)
+        patch.setattr(state, "mark_best", killed)
         with pytest.raises(Killed):
             train(cfg, console=False)
     assert is_complete(run / "checkpoints" / "step_000002") and not (run / "checkpoints" / "best.json").exists()

@@ -12,7 +12,7 @@ import torch
 from conftest import SAME_MATH_ATOL, SAME_MATH_RTOL
 
 from searchrl.errors import DataError
-from searchrl.training.batching import collate, token_logprobs
+from searchrl.training.forward import collate, token_logprobs
 from searchrl.training.config import load_config
 
 
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 def oracle(tiny_model):
     from searchrl.data import load_source
     from searchrl.models import load_policy
-    from searchrl.training.trainer import build_retriever
+    from searchrl.training.state import build_retriever
     from searchrl.training.sft import oracle_trajectories
 
     cfg = load_config("demo", ["protocol.assistant_prefix=<search>", "rollout.max_turn_tokens=24"])
@@ -94,7 +94,7 @@ def test_sft_on_oracle_trajectories_lowers_the_loss(tiny_model, oracle):
     model, _ = load_policy(tiny_model)
     model = prepare_for_training(model, gradient_checkpointing=True)
     sft = dataclasses.replace(cfg.sft, epochs=2.0, batch_size=4, micro_batch_size=4, lr=3e-3, holdout=4,
-                              warmup_ratio=0.0)
+                              max_examples=None, warmup_ratio=0.0)
     result = run_sft(model, data.trajectories, sft, pad_id=tokenizer.pad_token_id, seed=0, bf16="auto")
     assert result.holdout_examples == 4 and result.examples == len(data.trajectories) - 4
     assert result.updates == 2 * -(-result.examples // 4)
@@ -139,8 +139,9 @@ def test_sft_command_writes_a_loadable_model(tiny_model, tmp_path):
                  "--out", str(out), "--device", "cpu"])
     assert code == 0
     summary = json.loads((out / "sft_summary.json").read_text())
-    assert summary["sft"]["examples"] + summary["sft"]["holdout_examples"] + sum(summary["dropped"].values()) == 12
-    assert summary["sft"]["holdout_examples"] == 2  # at most a fifth is held out
+    # sft.max_examples trained, sft.holdout drawn apart from them: 12 + 4 oracle trajectories asked for
+    assert summary["sft"]["examples"] == 12 and summary["sft"]["holdout_examples"] == 4
+    assert summary["sft"]["examples"] + summary["sft"]["holdout_examples"] + sum(summary["dropped"].values()) == 16
     assert len((out / "sft_metrics.jsonl").read_text().splitlines()) == summary["sft"]["updates"]
     load_policy(out)
     assert main(["sft", f"model.name={tiny_model}", "--out", str(out)]) == 2  # refuses to overwrite
@@ -153,7 +154,7 @@ def test_the_retrieval_oracle_warm_starts_real_qa_data(tiny_model):
     from searchrl.models import load_policy
     from searchrl.rewards import answer_in_retrieval
     from searchrl.training.sft import oracle_trajectories, retrieval_oracle_scripts
-    from searchrl.training.trainer import build_retriever
+    from searchrl.training.state import build_retriever
 
     folder = Path(__file__).parent / "fixtures" / "qa" / "nq_oracle"
     cfg = load_config("demo", [f"data.train={folder}", "data.train_split=train", "protocol.assistant_prefix=<search>",

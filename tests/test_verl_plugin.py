@@ -35,13 +35,19 @@ from verl.utils.config import omega_conf_to_dataclass  # noqa: E402
 
 import searchrl.integrations.verl as plugin  # noqa: E402
 from searchrl.algorithms import (  # noqa: E402
+    AdvantageBatch,
+    CalibAdvParams,
+    LLDSParams,
+    PolicyBatch,
+    PPOClipParams,
+    SAPOParams,
     aggregate,
-    calibadv_advantages,
+    calibadv,
     llds,
     ppo_clip,
     sapo,
-    silver_turn_scores,
 )
+from searchrl.rewards import silver_turn_scores  # noqa: E402
 from searchrl.errors import ConfigError  # noqa: E402
 from searchrl.integrations.verl import advantages as verl_advantages  # noqa: E402
 from searchrl.integrations.verl import losses as verl_losses  # noqa: E402
@@ -59,18 +65,22 @@ LOSS_TARGET = "searchrl.integrations.verl.config.SearchRLPolicyLossConfig"
 
 
 def ppo_clip_loss(log_prob, old, adv, mask):
-    term = ppo_clip(log_prob, old, adv, mask)
+    term = ppo_clip(PolicyBatch(log_prob, old, adv, mask), PPOClipParams())
     return aggregate(term.per_token, term.mask, "token-mean"), term.metrics
 
 
 def sapo_penalty(log_prob, old, adv, mask, **knobs):
-    term = sapo(log_prob, old, adv, mask, **knobs)
+    term = sapo(PolicyBatch(log_prob, old, adv, mask), SAPOParams(**knobs))
     return aggregate(term.per_token, term.mask, term.agg_mode)
 
 
 def llds_penalty(log_prob, old, adv, mask, **knobs):
-    term = llds(log_prob, old, adv, mask, **knobs)
+    term = llds(PolicyBatch(log_prob, old, adv, mask), LLDSParams(**knobs))
     return aggregate(term.per_token, term.mask, term.agg_mode)
+
+
+def calibadv_advantages(rewards, group_ids, mask, turn_scores, **knobs):
+    return calibadv(AdvantageBatch(rewards, group_ids, mask, turn_scores), CalibAdvParams(**knobs))
 BASE_OVERRIDES = [
     "actor_rollout_ref.actor.strategy=fsdp",
     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
@@ -245,8 +255,8 @@ def test_penalties_keep_their_own_normalisation_under_every_aggregation_mode(tun
         pg, _ = compute_policy_loss_vanilla(old, log_prob, adv, mask.bool(), mode, tuned_actor, weights)
     finally:
         tuned_actor.global_batch_info.clear()
-    sapo_term = sapo(log_prob, old, adv, mask, tau=1.1)
-    llds_term = llds(log_prob, old, adv, mask, gate="response")
+    sapo_term = sapo(PolicyBatch(log_prob, old, adv, mask), SAPOParams(tau=1.1))
+    llds_term = llds(PolicyBatch(log_prob, old, adv, mask), LLDSParams(gate="response"))
     official = 0.3 * (sapo_term.per_token * weights).sum() / sapo_term.mask.sum() + 0.5 * (
         llds_term.per_token * weights
     ).sum() / mask.sum()  # SAPO over the A ≥ 0 rows' tokens, LLDS over all tokens: whatever verl's mode
@@ -309,7 +319,7 @@ def test_the_native_trainer_and_verl_give_the_same_loss_and_gradient(composed, l
     old, log_prob, adv, mask = random_batch(seed)
     got, _ = call_loss(loss_name, old, log_prob, adv, mask, "token-mean", config)
     objective = build_objective({**algorithm, **knobs, "kl_coef": 0.0, "entropy_coef": 0.0})
-    native, terms = objective.loss(PolicyBatch(log_prob, old, adv, mask))
+    native, terms, _ = objective.loss(PolicyBatch(log_prob, old, adv, mask))
     torch.testing.assert_close(got, native)
     torch.testing.assert_close(torch.autograd.grad(got, log_prob)[0], torch.autograd.grad(native, log_prob)[0])
     assert float(terms["penalty"]) > 0

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from searchrl.errors import ConfigError, SearchRLError
-from searchrl.fileio import current_umask, give_umask_permissions
+from searchrl.fileio import current_umask, give_umask_permissions, load_yaml
 
 if TYPE_CHECKING:
     import torch
@@ -335,7 +335,7 @@ def _load_run_checkpoint(folder: Path, dtype: Any) -> tuple[PreTrainedModel, Pre
     base: str | Path = run_dir / "final_model"
     if not (Path(base) / "config.json").is_file():
         try:
-            base = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))["model"]["name"]
+            base = load_yaml((run_dir / "config.yaml").read_text(encoding="utf-8"))["model"]["name"]
         except (OSError, yaml.YAMLError, KeyError, TypeError):
             raise SearchRLError(f"{folder}: a checkpoint folder, but its run has neither final_model/ nor a "
                                 "config.yaml naming its model; pass a model folder instead") from None

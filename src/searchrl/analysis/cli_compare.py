@@ -33,8 +33,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from searchrl.errors import ConfigError, SearchRLError
-from searchrl.fileio import atomic_write_bytes
-from searchrl.analysis.report import write_report
+from searchrl.analysis.report import FIGURE_SLUGS, check_report_outputs, write_report
+from searchrl.fileio import atomic_write_bytes, check_output_path, read_small_json
 
 DEFAULT_ALGOS = "grpo,sapo,llds,calibadv"
 # Keys compare sets itself for every variant; an override of one of them would break the comparison.
@@ -239,6 +239,10 @@ def main(args: argparse.Namespace) -> int:
             console.print(Text(shlex.join(v.command)), soft_wrap=True)
         return 0
 
+    check_output_path(out / "compare.json", "--out", overwrite=True, kind="searchrl compare manifest",
+                      ours=lambda p: isinstance(m := read_small_json(p), dict) and {"algos", "seeds", "variants"} <= set(m))
+    report_path = Path(args.report) if args.report else out / "report.html"
+    check_report_outputs(report_path, FIGURE_SLUGS)  # before hours of training, not after
     out.mkdir(parents=True, exist_ok=True)
     threads = max(1, available_cores() // jobs)
     console.print(Text(f"compare: {len(variants)} variants ({', '.join(v.name for v in variants)}), "
@@ -281,7 +285,6 @@ def main(args: argparse.Namespace) -> int:
     if not with_runs:
         console.print(Text("compare: no variant produced metrics.jsonl; no report written", style="bold red"))
         return 1
-    report_path = Path(args.report) if args.report else out / "report.html"
     result = write_report(with_runs, report_path, title=f"searchrl compare: {', '.join(algos)}", extra_notes=notes,
                           reference=algos[0])  # the first of --algos is what the others are compared to
     console.print(Text(f"compare: report {result.html}"))

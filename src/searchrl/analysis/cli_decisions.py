@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from searchrl.errors import SearchRLError
-from searchrl.fileio import atomic_write_bytes, atomic_write_text
+from searchrl.fileio import atomic_write_bytes, atomic_write_text, check_output_path, read_small_json
 from searchrl.models import load_policy, resolve_device
 from searchrl.protocol import prompt_text
 
@@ -43,6 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=None, help="questions (default: the config's val.max_questions)")
     parser.add_argument("--batch-size", type=int, default=16, help="sequences per scoring forward (default %(default)s)")
     parser.add_argument("--out", default=None, metavar="DIR", help="write decisions.json and decisions.png here")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace decisions.json and decisions.png that an earlier `searchrl decisions` wrote")
     parser.add_argument("--device", default=None,
                         help="auto, cpu, cuda or cuda:N (default: the config's train.device, auto: a GPU when torch "
                              "sees one)")
@@ -66,6 +68,13 @@ def main(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     cfg = load_config(args.config, list(args.overrides))
+    if args.out:  # before the scoring work, not after it
+        out = Path(args.out).expanduser()
+        ours = lambda p: isinstance(m := read_small_json(p), dict) and {"contexts_from", "results"} <= set(m)  # noqa: E731
+        check_output_path(out / "decisions.json", "--out", inputs=args.model, overwrite=args.overwrite, ours=ours,
+                          kind="searchrl decisions result")
+        check_output_path(out / "decisions.png", "--out", overwrite=args.overwrite, kind="searchrl decisions figure",
+                          ours=lambda p: ours(out / "decisions.json"))
     if args.limit is not None and args.limit < 1:
         raise SearchRLError(f"--limit must be >= 1, got {args.limit}")
     device = resolve_device(args.device, key="--device") if args.device else resolve_device(cfg.train.device)

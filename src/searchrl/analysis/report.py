@@ -29,10 +29,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from searchrl.errors import DataError
-from searchrl.fileio import atomic_write_bytes
+from searchrl.fileio import atomic_write_bytes, check_output_path, load_yaml
 
 METRICS_FILE = "metrics.jsonl"
 EVENTS_FILE = "events.jsonl"
@@ -218,7 +217,7 @@ def _read_algorithm(run_dir: Path) -> str | None:
             if path.suffix == ".json":
                 cfg = json.loads(path.read_text(encoding="utf-8"))
             else:
-                cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
+                cfg = load_yaml(path.read_text(encoding="utf-8"))  # strict: no alias bomb, no key twice
         except Exception:  # a config we cannot read only costs the label
             return None
         algo = cfg.get("algorithm") if isinstance(cfg, Mapping) else None
@@ -818,6 +817,7 @@ def write_report(
     out = Path(out_html) if out_html is not None else default_report_path(paths)
     if out.suffix.lower() not in (".html", ".htm"):
         raise DataError(f"--out {out}: the report is an HTML file; give a path ending in .html")
+    check_report_outputs(out, FIGURE_SLUGS)
     plotted = [run for run in runs if run.rows]
     colours = _colours(len(plotted))
 
@@ -869,6 +869,30 @@ def write_report(
     page = _render_html(runs, figures, final_table(runs), notes, title or _default_title(runs), arm_html)
     atomic_write_bytes(out, page.encode("utf-8"))
     return ReportResult(html=out, figures=figure_paths, notes=notes)
+
+
+REPORT_SIGNATURE = "by <code>searchrl report</code>"  # in every report's footer: how a rerun recognises its own page
+FIGURE_SLUGS = ("collapse", "validation", "lld", "behaviour", "ratio", "seeds")
+
+
+def is_report_file(path: Path) -> bool:
+    """Whether `path` is an HTML page `searchrl report` wrote (its footer's signature)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return REPORT_SIGNATURE in fh.read(4 * 1024 * 1024)
+    except OSError:
+        return False
+
+
+def check_report_outputs(out: Path, slugs: Sequence[str]) -> None:
+    """Before anything is written: the report replaces its own page and the files beside it (`<stem>-<slug>.png`,
+    `<stem>-seeds.json`) only; a file of that name that another program wrote is never replaced."""
+    check_output_path(out, "--out", ours=is_report_file, overwrite=True, kind="searchrl report page")
+    ours = out.is_file() and is_report_file(out)
+    for slug in slugs:
+        beside = out.with_name(f"{out.stem}-{slug}.{'json' if slug == 'seeds' else 'png'}")
+        check_output_path(beside, "--out", ours=lambda p: ours, overwrite=True, writable=False,
+                          kind=f"figure of the searchrl report {out.name}")
 
 
 def _default_title(runs: Sequence[RunData]) -> str:
@@ -925,7 +949,7 @@ def _render_html(
 </head>
 <body>
 <h1>{html.escape(title)}</h1>
-<p class="note">Generated {generated} by <code>searchrl report</code>. Metric definitions: docs/metrics.md.</p>
+<p class="note">Generated {generated} {REPORT_SIGNATURE}. Metric definitions: docs/metrics.md.</p>
 <h2>Runs</h2>
 <table><thead><tr><th>run</th><th>algorithm</th><th>metrics</th><th>warnings</th><th>folder</th></tr></thead>
 <tbody>{''.join(run_rows)}</tbody></table>

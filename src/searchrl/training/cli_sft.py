@@ -23,7 +23,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from searchrl.data import load_source
 from searchrl.errors import SearchRLError
-from searchrl.fileio import atomic_write_json, check_writable
+from searchrl.data.loaders import spec_path
+from searchrl.fileio import atomic_write_json, check_output_path
 from searchrl.models import load_policy, resolve_device
 
 if TYPE_CHECKING:
@@ -41,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-reward", type=float, default=None, help="keep trajectories with reward >= this (RFT)")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the fine-tuned model (HF format)")
     parser.add_argument("--eval", action="store_true", help="evaluate greedily on the validation split before and after")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an --out folder an earlier `searchrl sft` wrote (never any other folder)")
     parser.add_argument("--device", default=None,
                         help="auto, cpu, cuda or cuda:N (default: the config's train.device, auto: a GPU when torch "
                              "sees one)")
@@ -61,9 +63,12 @@ def main(args: argparse.Namespace) -> int:
     # Before anything loads: a missing GPU is reported at once.
     device = resolve_device(args.device, key="--device") if args.device else resolve_device(cfg.train.device)
     out = Path(args.out).expanduser()
-    if out.is_dir() and any(out.iterdir()) and not args.overwrite:
-        raise SearchRLError(f"--out {out} exists and is not empty; pass --overwrite or another folder")
-    check_writable(out, "--out", folder=True)  # before the model loads and trains, not after
+    data_path = spec_path(cfg.data.train)
+    check_output_path(  # before the model loads and trains, not after
+        out, "--out", inputs=[cfg.model.name, data_path, None if cfg.sft.data == "oracle" else cfg.sft.data,
+                              cfg.retrieval.index],
+        overwrite=args.overwrite, ours="sft_summary.json", kind="searchrl sft model folder", folder=True,
+    )
     summary = run_sft_command(cfg, out, evaluate_too=args.eval, device=device)
     print(json.dumps(summary, indent=2, default=float))
     return 0

@@ -531,8 +531,8 @@ class FastForward:
     def has(self, rows: Sequence[int]) -> bool:
         return self.start > 0 and all(r in self.states for r in rows)
 
-    def token_logprobs(self, rows: Sequence[int], batch: TokenBatch, *, temperature: float, with_entropy: bool,
-                       chunk_size: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def token_logprobs(self, rows: Sequence[int], batch: TokenBatch, *, temperature: float = 1.0,
+                       with_entropy: bool = False, chunk_size: int = 256) -> tuple[torch.Tensor, torch.Tensor | None]:
         """`token_logprobs` of `batch` (rows `rows` of the step): from the rows' cached states when all are cached,
         else a full forward that records them; in the shared-prompt layout when prompts can be shared."""
         body, head = body_and_head(self.model)

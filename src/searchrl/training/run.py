@@ -41,6 +41,7 @@ from searchrl.training.checkpoint import (
     CheckpointWriteError,
     best_checkpoint,
     clean_partial,
+    complete_checkpoints,
     is_complete,
     latest_checkpoint,
     load_checkpoint,
@@ -91,7 +92,15 @@ def train(cfg: Config, *, resume: bool = False, console: bool = True,
         replace = False
         if resume:
             clean_partial(run_dir)
-            latest = latest_checkpoint(run_dir)
+            skipped: list[tuple[Path, str]] = []
+            latest = latest_checkpoint(run_dir, skipped=skipped)
+            for folder, why in skipped:  # newer checkpoints that did not verify (a truncated file, a bad hash)
+                print(f"searchrl train: skipping {folder.name}: {why}", file=sys.stderr)
+            if latest is None and skipped:
+                raise SearchRLError(
+                    f"{run_dir}: no intact checkpoint to resume from ({len(skipped)} damaged, named above); "
+                    f"start it afresh with `searchrl train --config {run_dir / CONFIG_FILE} run.overwrite=true`"
+                )
             if latest is None:
                 raise SearchRLError(
                     f"{run_dir}: no checkpoint to resume from (the run stopped before its first one); "
@@ -131,7 +140,7 @@ def train(cfg: Config, *, resume: bool = False, console: bool = True,
                         f"resume with `searchrl train --resume {run_dir}`")
             raise SearchRLError(f"{what}; {then}") from exc
         finally:
-            if not resume and latest_checkpoint(run_dir) is None:  # the run never started: leave nothing behind
+            if not resume and not complete_checkpoints(run_dir):  # the run never started: leave nothing behind
                 if created is not None:
                     shutil.rmtree(created, ignore_errors=True)
                 else:
@@ -232,7 +241,7 @@ def _check_new_run_folder(cfg: Config, run_dir: Path) -> bool:
             f"run.dir: {run_dir} holds files but is not a searchrl run folder (no {RUN_MARKER}, no config.yaml with "
             "checkpoints/); nothing there is replaced, run.overwrite included: pick another run.dir"
         )
-    never_started = latest_checkpoint(run_dir) is None  # nothing of value to keep
+    never_started = not complete_checkpoints(run_dir)  # nothing of value to keep (a damaged checkpoint counts)
     if not never_started and not cfg.run.overwrite:
         raise SearchRLError(
             f"run folder {run_dir} already exists; resume it with `searchrl train --resume {run_dir}`, "
