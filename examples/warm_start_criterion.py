@@ -2,7 +2,7 @@
 the greedy agent's format validity on the dev split reaches 0.95 (the world's, or a real dataset's with
 `--config nq_cpu`, whose oracle is the retrieval oracle). With `--search-again` (configs/world_multihop.yaml), also:
 sampled at the rollout temperature, G = 8 per question, at least one of the G samples searches a second time for
-at least a third of the dev split's bridge questions (`--bridge 24` of them): the protocol includes searching
+at least two thirds of the dev split's bridge questions (`--bridge 24` of them, `--threshold`): the protocol includes searching
 again, so that RL can find out when it pays; the greedy agent need not do it (and its bridge EM is reported).
 
     python examples/warm_start_criterion.py                 # the demo config; stops at the first N that passes
@@ -23,7 +23,7 @@ import os
 import time
 
 THRESHOLD = 0.95
-SEARCH_AGAIN_GROUPS = 1 / 3  # --search-again: the share of dev bridge questions with a sampled second search
+SEARCH_AGAIN_GROUPS = 2 / 3  # --search-again: the share of dev bridge questions with a sampled second search (--threshold)
 
 
 def search_again_share(model, tokenizer, retriever, cfg, questions: int) -> dict:
@@ -84,8 +84,10 @@ def main() -> None:
     parser.add_argument("--config", default="demo", help="a packaged config name or a YAML file (default demo)")
     parser.add_argument("--all", default=None, metavar="N,N,...", help="measure these sizes, not stopping early")
     parser.add_argument("--search-again", action="store_true",
-                        help=f"also require a sampled second search on >= {SEARCH_AGAIN_GROUPS:.2f} of dev bridge questions")
+                        help=f"also require a sampled second search on >= --threshold of dev bridge questions")
     parser.add_argument("--bridge", type=int, default=24, help="dev bridge questions sampled for --search-again")
+    parser.add_argument("--threshold", type=float, default=SEARCH_AGAIN_GROUPS,
+                        help="--search-again: the share of dev bridge questions with a sampled second search")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sizes = [int(x) for x in args.all.split(",")] if args.all else [2 ** k for k in range(10)]
@@ -93,7 +95,7 @@ def main() -> None:
         row = measure(n, args.overrides, args.config, args.bridge if args.search_again else 0)
         print(json.dumps(row), flush=True)
         met = row["format_valid"] >= THRESHOLD and (not args.search_again
-                                                      or row["search_again_groups"] >= SEARCH_AGAIN_GROUPS)
+                                                      or row["search_again_groups"] >= args.threshold)
         if not args.all and met:
             print(f"criterion met at N={n}: dev format validity {row['format_valid']:.3f} >= {THRESHOLD}"
                   + (f", a sampled second search on {row['search_again_groups']:.2f} of dev bridge questions"

@@ -27,6 +27,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def add_device_argument(parser: argparse.ArgumentParser, default: str = "the config's train.device") -> None:
+    """The `--device` option of the commands that load a model."""
+    parser.add_argument("--device", default=None,
+                        help=f"auto, cpu, cuda or cuda:N (default: {default}; auto: a GPU when torch sees one)")
+
+
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="searchrl", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

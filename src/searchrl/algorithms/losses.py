@@ -369,26 +369,3 @@ def entropy_from_logits(logits: Tensor, *, log_probs: Tensor | None = None, chun
              for i in range(0, flat.shape[0], chunk_size)]
     out = torch.cat(parts) if parts else flat.new_zeros(0)
     return out.reshape(logits.shape[:-1])
-
-
-__all__ = [
-    "BASE_METRIC_KEYS",
-    "KL_KINDS",
-    "LLDS_GATES",
-    "PENALTY_NORMALIZATIONS",
-    "GSPOParams",
-    "LLDSParams",
-    "PPOClipParams",
-    "SAPOParams",
-    "entropy_from_logits",
-    "gspo",
-    "importance_ratio",
-    "kl_penalty",
-    "likelihood_decrease_gate",
-    "llds",
-    "log_ratio",
-    "ppo_clip",
-    "row_advantages",
-    "sapo",
-    "selected_rows",
-]

@@ -26,6 +26,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from searchrl.cli import add_device_argument
 from searchrl.errors import SearchRLError
 from searchrl.fileio import atomic_write_bytes, atomic_write_text, check_output_path, read_small_json
 from searchrl.models import load_policy, resolve_device
@@ -45,9 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, metavar="DIR", help="write decisions.json and decisions.png here")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace decisions.json and decisions.png that an earlier `searchrl decisions` wrote")
-    parser.add_argument("--device", default=None,
-                        help="auto, cpu, cuda or cuda:N (default: the config's train.device, auto: a GPU when torch "
-                             "sees one)")
+    add_device_argument(parser)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -231,6 +231,17 @@ class _RuleState:
     def reset_streak(self) -> None:
         self.streak, self.latched, self.streak_start = 0, False, None
 
+    def fires(self, step: int, patience: int) -> bool:
+        """The condition held at `step`: extend the streak; True when it has held `patience` steps and the rule has
+        not fired since the condition last cleared (then it latches)."""
+        if self.streak == 0:
+            self.streak_start = step
+        self.streak += 1
+        if self.streak < patience or self.latched:
+            return False
+        self.latched = True
+        return True
+
 
 def _first_finite(metrics: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, float] | None:
     for key in keys:
@@ -313,12 +324,8 @@ class CollapseMonitor:
         if not condition:
             state.reset_streak()
             return None
-        if state.streak == 0:
-            state.streak_start = step
-        state.streak += 1
-        if state.streak < rule.patience or state.latched:
+        if not state.fires(step, rule.patience):
             return None
-        state.latched = True
         what = f"moving average over {rule.window} steps of {metric}" if rule.kind == "drop_from_best" else metric
         basis = ""
         if rule.kind == "above_early_median":
@@ -351,12 +358,8 @@ class CollapseMonitor:
             state.reset_streak()
             return None
         state.observed += 1
-        if state.streak == 0:
-            state.streak_start = step
-        state.streak += 1
-        if state.streak < rule.patience or state.latched:
+        if not state.fires(step, rule.patience):
             return None
-        state.latched = True
         key, value = bad
         action = self._action(rule)
         message = f"collapse warning [{name}] at step {step}: {key} = {value:g}; {rule.description}. Action: {action}."

@@ -13,8 +13,7 @@ load on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from searchrl import lazy_exports
 
 from searchrl.retrieval.base import Hit, Retriever
 from searchrl.retrieval.cache import CachedRetriever, normalize_query
@@ -42,14 +41,7 @@ _LAZY = {
 __all__ = ["Hit", "Retriever", "render_hits", "parse_contents", "make_contents", "CachedRetriever",
            "normalize_query", *_LAZY]
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'searchrl.retrieval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -18,8 +18,8 @@ Names load lazily, so importing a sub-command module does not pull in torch and 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from searchrl import lazy_exports
+
 
 _LAZY = {
     "Config": "searchrl.training.config",
@@ -50,14 +50,7 @@ _LAZY = {
 
 __all__ = sorted(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'searchrl.training' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

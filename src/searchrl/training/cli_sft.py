@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from searchrl.data import load_source
+from searchrl.cli import add_device_argument
 from searchrl.errors import SearchRLError
 from searchrl.data.loaders import spec_path
 from searchrl.fileio import atomic_write_json, check_output_path
@@ -44,9 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval", action="store_true", help="evaluate greedily on the validation split before and after")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an --out folder an earlier `searchrl sft` wrote (never any other folder)")
-    parser.add_argument("--device", default=None,
-                        help="auto, cpu, cuda or cuda:N (default: the config's train.device, auto: a GPU when torch "
-                             "sees one)")
+    add_device_argument(parser)
 
 
 def main(args: argparse.Namespace) -> int:

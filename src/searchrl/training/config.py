@@ -100,6 +100,10 @@ class DataConfig:
         "(null: report on `val_split`)"
     )
     max_train_questions: int | None = setting(None, "use only the first N training questions (null: all)", ge=1)
+    train_types: tuple[str, ...] = setting(
+        (), "train only on questions whose metadata.type is one of these (the world's single-hop, bridge, "
+        "comparison; HotpotQA's bridge, comparison): a curriculum; validation and test keep every type. Empty: all",
+    )
 
 
 @dataclass(frozen=True)

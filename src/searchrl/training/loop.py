@@ -91,9 +91,12 @@ def build(cfg: Config, run_dir: Path, *, console: bool = True, clock: Callable[[
 
     # Data: training questions (sampled in seeded epochs) and the held-out validation and test splits.
     train_source = load_source(cfg.data.train, split=cfg.data.train_split)
-    questions = train_source.questions[: cfg.data.max_train_questions]
+    questions = [q for q in train_source.questions
+                 if not cfg.data.train_types or (q.metadata or {}).get("type") in cfg.data.train_types]
+    questions = questions[: cfg.data.max_train_questions]
     if not questions:
-        raise SearchRLError(f"data.train: '{cfg.data.train}' ({cfg.data.train_split}) has no questions")
+        types = f" of type {list(cfg.data.train_types)} (data.train_types)" if cfg.data.train_types else ""
+        raise SearchRLError(f"data.train: '{cfg.data.train}' ({cfg.data.train_split}) has no questions{types}")
     val, test = validation_sources(cfg), test_sources(cfg)
     retriever = build_retriever(cfg, train_source)
     val_retrievers = {s.name: retriever for s in (*val, *(test or ()))

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from searchrl.data.jsonl import iter_jsonl_objects
 from searchrl.data.oracle import load_oracle
 from searchrl.data.types import Question
 from searchrl.errors import DataError
@@ -253,23 +254,8 @@ def trajectory_from_record(row: dict[str, Any], where: str) -> Trajectory:
 
 def read_trajectories(path: Path) -> list[Trajectory]:
     """Read a samples.jsonl of trajectory records; a malformed line names the file and line."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: no such trajectory file")
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{line_no}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{where}: expected a JSON object per line")
-            out.append(trajectory_from_record(row, where))
-    return out
+    return [trajectory_from_record(row, where)
+            for where, row in iter_jsonl_objects(path, missing="no such trajectory file")]
 
 
 # ---------------------------------------------------------------------------------------------- oracle data

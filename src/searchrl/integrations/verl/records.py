@@ -98,23 +98,23 @@ def trajectory_record(traj: Trajectory, turn_tokens: Sequence[int]) -> dict[str,
     }
 
 
+def token_free_trajectory(question: Question, turns: list[Turn], *, answer: str | None, num_searches: int,
+                          finish_reason: str, assistant_prefix: str, observations: list[str]) -> Trajectory:
+    """A ``Trajectory`` without token ids (verl holds the tokens): what ``score_trajectory`` reads."""
+    return Trajectory(
+        question=question, group_id=question.uid, prompt_ids=[], response_ids=[], response_mask=[],
+        sampling_logprobs=[], turns=turns, answer=answer, num_searches=num_searches, finish_reason=finish_reason,
+        extras={"assistant_prefix": assistant_prefix, "observations": observations},
+    )
+
+
 def trajectory_from_record(record: Mapping[str, Any], question: Question) -> Trajectory:
     """Rebuild the token-free ``Trajectory`` of a record, for ``score_trajectory``."""
     try:
-        turns = [Turn(**dict(t)) for t in record["turns"]]
-        extras = {"assistant_prefix": record["assistant_prefix"], "observations": list(record["observations"])}
-        return Trajectory(
-            question=question,
-            group_id=question.uid,
-            prompt_ids=[],
-            response_ids=[],
-            response_mask=[],
-            sampling_logprobs=[],
-            turns=turns,
-            answer=record["answer"],
-            num_searches=int(record["num_searches"]),
-            finish_reason=str(record["finish_reason"]),
-            extras=extras,
+        return token_free_trajectory(
+            question, [Turn(**dict(t)) for t in record["turns"]], answer=record["answer"],
+            num_searches=int(record["num_searches"]), finish_reason=str(record["finish_reason"]),
+            assistant_prefix=record["assistant_prefix"], observations=list(record["observations"]),
         )
     except (KeyError, TypeError) as exc:
         raise DataError(f"extra_info.{RECORD_KEY}: not a searchrl trajectory record ({exc})") from None

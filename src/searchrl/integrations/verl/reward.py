@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from searchrl.data.types import Question
-from searchrl.integrations.verl.records import RECORD_KEY, golden_answers, trajectory_from_record
+from searchrl.integrations.verl.records import RECORD_KEY, golden_answers, token_free_trajectory, trajectory_from_record
 from searchrl.protocol import INVALID_ACTION_MESSAGE, OBSERVATION_CLOSE, OBSERVATION_OPEN
 from searchrl.rewards import RewardConfig, extract_answer, score_trajectory
 from searchrl.rollout.types import Trajectory, Turn
@@ -66,19 +66,10 @@ def trajectory_from_text(solution_str: str, question: Question) -> Trajectory:
     if turns and not turns[-1].text and len(turns) > 1:  # nothing after the last observation
         turns.pop()
         observations = observations[: len(turns)]
-    model_text = "".join(t.text for t in turns)
-    return Trajectory(
-        question=question,
-        group_id=question.uid,
-        prompt_ids=[],
-        response_ids=[],
-        response_mask=[],
-        sampling_logprobs=[],
-        turns=turns,
-        answer=extract_answer(model_text),
-        num_searches=sum(1 for t in turns if t.query is not None),
-        finish_reason="answer",
-        extras={"assistant_prefix": "", "observations": observations[: len(turns)]},
+    return token_free_trajectory(
+        question, turns, answer=extract_answer("".join(t.text for t in turns)),
+        num_searches=sum(1 for t in turns if t.query is not None), finish_reason="answer", assistant_prefix="",
+        observations=observations[: len(turns)],
     )
 
 
