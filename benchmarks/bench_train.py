@@ -123,7 +123,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         "train.ppo_epochs=1", f"train.lr={args.lr}", "train.warm_start=null", f"train.bf16={str(args.bf16).lower()}",
         "train.warmup_ratio=0", "train.lr_schedule=constant", "train.time_budget_min=null",
         f"train.train_layers={args.train_layers if args.train_layers is not None else 'null'}",
-        *(["train.keep_groups_together=true"] if args.keep_groups else []),
+        f"train.keep_groups_together={str(args.keep_groups).lower()}",  # explicit: the defaults differ across versions
         f"model.gradient_checkpointing={str(args.gradient_checkpointing).lower()}", "model.lora.enabled=false",
         "rollout.max_turns=0", f"rollout.max_turn_tokens={args.max_tokens}", f"rollout.temperature={args.temperature}",
         *(["rollout.bf16=true"] if args.bf16 and not args.searchrl_fp32_rollout else []),  # else: CPU default, fp32

@@ -497,8 +497,14 @@ def build_objective_from(cfg: Config) -> Any:
     return build_objective(dict(cfg.algorithm))
 
 
-# The built-in estimators whose baseline is the mean reward of the question's group of rollouts.
-_GROUP_BASELINE_ESTIMATORS = ("grpo", "dr_grpo", "calibadv")
+def _group_baseline(estimator: object) -> bool:
+    """Whether the advantage estimator's baseline is its group's mean reward (the registry says, per estimator)."""
+    from searchrl.algorithms import UnknownNameError, get_advantage_estimator
+
+    try:
+        return get_advantage_estimator(estimator).group_baseline
+    except UnknownNameError:  # validated with the algorithm section (an unvalidated load may hold any name)
+        return False
 
 
 def _check_consistency(cfg: Config) -> None:
@@ -516,7 +522,7 @@ def _check_consistency(cfg: Config) -> None:
             "compute over float32 weights use train.bf16"
         )
     estimator = cfg.algorithm.get("advantage_estimator")
-    if t.group_size < 2 and estimator in _GROUP_BASELINE_ESTIMATORS:
+    if t.group_size < 2 and _group_baseline(estimator):
         raise ConfigError(
             f"train.group_size: 1 rollout per question leaves the {estimator} advantages of algorithm "
             f"'{cfg.algorithm.get('name')}' without a group baseline (each advantage is the raw reward); "
