@@ -152,6 +152,20 @@ class Trainer:
     def val_names(self) -> list[str]:
         return [name for source in self.val_sources for name in dataset_names(source)]
 
+    @property
+    def val_types(self) -> dict[str, list[str]]:
+        """Each validation dataset's question types (`metadata.type`), sorted: a fixed key set for the run."""
+        out: dict[str, list[str]] = {}
+        for source in self.val_sources:
+            names = dataset_names(source)
+            for q in source.questions:
+                name = names[0] if len(names) == 1 else q.data_source
+                kinds = out.setdefault(name, [])
+                kind = (q.metadata or {}).get("type")
+                if kind and kind not in kinds:
+                    kinds.append(kind)
+        return {name: sorted(kinds) for name, kinds in out.items()}
+
     def print(self, text: str) -> None:
         self.logger.print(text)
 
@@ -260,13 +274,16 @@ def validate(t: Trainer, label: str, *, test: bool = False, limit: int | None = 
 
 
 def val_metrics(t: Trainer, result: dict[str, Any] | None) -> dict[str, float]:
-    """`val/<dataset>/<metric>` keys (NaN on steps without validation)."""
+    """`val/<dataset>/<metric>` keys, and `val/<dataset>/em/<type>` for each question type the validation split holds
+    (the world's single-hop, bridge, comparison); NaN on steps without validation."""
     keys = ("em", "em_ci_low", "em_ci_high", "f1", "f1_ci_low", "f1_ci_high", "searches", "format_valid")
     out = {}
-    for name in t.val_names:
+    for name, types in t.val_types.items():
         entry = (result or {}).get("datasets", {}).get(name, {})
         for key in keys:
             out[f"val/{name}/{key}"] = float(entry.get(key, NAN))
+        for kind in types:
+            out[f"val/{name}/em/{kind}"] = float(entry.get("em_by_type", {}).get(kind, NAN))
     return out
 
 
