@@ -118,7 +118,8 @@ def test_trajectory_records_round_trip_and_rft_filters_by_reward(tmp_path, oracl
     assert [t.response_mask for t in back] == [t.response_mask for t in trajectories]
     assert [t.turns for t in back] == [t.turns for t in trajectories]
     model = prepare_for_training(load_policy(tiny_model)[0])
-    sft = dataclasses.replace(cfg.sft, min_reward=1.0, holdout=0, epochs=1.0, batch_size=2, micro_batch_size=1)
+    sft = dataclasses.replace(cfg.sft, min_reward=1.0, holdout=0, max_examples=None, epochs=1.0, batch_size=2,
+                              micro_batch_size=1)
     result = run_sft(model, back, sft, pad_id=tokenizer.pad_token_id, seed=0)
     assert result.examples == 3  # the three with reward 1
     with pytest.raises(DataError, match="no trajectories"):
