@@ -854,8 +854,8 @@ def test_per_token_advantages_select_rows_by_their_masked_mean() -> None:
     lp = (old - 0.1).requires_grad_(True)
     term = sapo(PolicyBatch(lp, old, adv, mask), SAPOParams())
     assert term.acting[0].all() and not term.acting[1].any()  # row 0 selected by its mean (+0.1)
-    assert float(aggregate(term.per_token, term.mask, term.agg_mode)) == pytest.approx(0.1)
+    assert float(aggregate(term.per_token, term.mask, term.agg_mode).detach()) == pytest.approx(0.1)
     # The official code's reading (the first token's advantage, −0.2): row 0 not selected, nothing acts.
     official = sapo(PolicyBatch(lp, old, adv[:, 0], mask), SAPOParams())
     assert not official.acting.any()
-    assert float(aggregate(official.per_token, official.mask, official.agg_mode)) == 0.0
+    assert float(aggregate(official.per_token, official.mask, official.agg_mode).detach()) == 0.0
