@@ -417,6 +417,35 @@ def test_cli_eval_uses_the_settings_an_exported_agent_carries(tiny_model_dir: Pa
     assert cli_main(["eval", "--model", str(agent), *common]) == 2
 
 
+def test_a_checkpoint_is_evaluated_with_its_runs_protocol(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """A checkpoint (RUN/checkpoints/step_N) carries no searchrl_agent.json: its run's config.yaml gives the protocol
+    and budgets (evaluated with the default prompt, a multihop checkpoint scored 0.105 instead of 0.355 on dev)."""
+    import shutil
+
+    from searchrl.errors import SearchRLError
+    from searchrl.models import read_agent_settings
+
+    run = tmp_path / "run"
+    ckpt = run / "checkpoints" / "step_000003"
+    shutil.copytree(tiny_model_dir, ckpt)
+    assert read_agent_settings(ckpt) is None  # no config.yaml: not a run's checkpoint
+    (run / "config.yaml").write_text("protocol:\n  instruction: \"Q: {question}\\n\"\n  assistant_prefix: <search>\n"
+                                     "  use_chat_template: false\nrollout:\n  max_turns: 1\n  max_turn_tokens: 3\n"
+                                     "  max_obs_tokens: 16\n  topk: 2\n  temperature: 1.0\n")
+    saved = read_agent_settings(ckpt)
+    assert saved["source"] == str(run / "config.yaml") and saved["protocol"]["assistant_prefix"] == "<search>"
+    out = tmp_path / "res.json"
+    common = ["--data", "world", "--limit", "2", "--no-progress", "--resamples", "20", "--device", "cpu"]
+    assert cli_main(["eval", "--model", str(ckpt), "--out", str(out), *common]) == 0
+    settings = json.loads(out.read_text())["settings"]
+    assert settings["protocol"]["instruction"] == "Q: {question}\n"
+    assert settings["protocol"]["assistant_prefix"] == "<search>"
+    assert settings["rollout"]["max_turns"] == 1 and settings["rollout"]["topk"] == 2
+    (run / "config.yaml").write_text("protocol: [unclosed\n")
+    with pytest.raises(SearchRLError, match="config.yaml: the run's configuration is not readable"):
+        read_agent_settings(ckpt)
+
+
 def test_cli_protocol_from_template_files(tmp_path: Path) -> None:
     import argparse
 

@@ -119,20 +119,41 @@ def write_agent_settings(folder: Path, protocol: dict[str, Any], rollout: dict[s
 
 
 def read_agent_settings(model: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The settings an exported agent folder carries ({"protocol": {...}, "rollout": {...}}), or None."""
+    """The settings an agent was trained with ({"protocol": {...}, "rollout": {...}, "source": file}), or None.
+
+    An exported agent folder carries them in `AGENT_SETTINGS_FILE`; a checkpoint (`RUN/checkpoints/step_N`,
+    `RUN/checkpoints/best`) reads them from its run's `config.yaml`, so that evaluating a checkpoint prompts it the
+    way it learned (a checkpoint evaluated with another prompt scores like a different agent)."""
     import json
 
-    path = Path(model) / AGENT_SETTINGS_FILE
-    if not path.is_file():
+    folder = Path(model)
+    path = folder / AGENT_SETTINGS_FILE
+    if path.is_file():
+        try:
+            values = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise SearchRLError(f"{path}: not readable as JSON ({exc}); delete it to evaluate with the defaults") \
+                from None
+    elif folder.parent.name == "checkpoints" and (folder.parent.parent / "config.yaml").is_file():
+        import yaml
+
+        from searchrl.fileio import load_yaml
+
+        path = folder.parent.parent / "config.yaml"
+        try:
+            config = load_yaml(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise SearchRLError(f"{path}: the run's configuration is not readable ({exc}); pass --template and the "
+                                "budgets to evaluate this checkpoint") from None
+        if not isinstance(config, dict):
+            raise SearchRLError(f"{path}: expected the run's configuration (a mapping)")
+        values = {"protocol": config.get("protocol") or {}, "rollout": config.get("rollout") or {}}
+    else:
         return None
-    try:
-        values = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise SearchRLError(f"{path}: not readable as JSON ({exc}); delete it to evaluate with the defaults") from None
     if not isinstance(values, dict) or not isinstance(values.get("protocol", {}), dict) \
             or not isinstance(values.get("rollout", {}), dict):
         raise SearchRLError(f"{path}: expected {{\"protocol\": {{...}}, \"rollout\": {{...}}}}")
-    return values
+    return {**values, "source": str(path)}
 
 
 def cache_dir() -> Path:

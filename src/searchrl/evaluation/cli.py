@@ -78,7 +78,7 @@ def build_protocol(args: argparse.Namespace, saved: dict | None = None):
     from searchrl.protocol import PROTOCOL_PRESETS, ProtocolConfig
 
     if args.template is None and saved and args.mode == "search":
-        protocol = ProtocolConfig.from_dict(saved["protocol"], where=f"{args.model}/searchrl_agent.json: protocol")
+        protocol = ProtocolConfig.from_dict(saved["protocol"], where=f"{saved['source']}: protocol")
     elif args.template is None:
         protocol = default_protocol(args.mode)
     elif args.template in PROTOCOL_PRESETS:
@@ -180,10 +180,11 @@ def main(args: argparse.Namespace) -> int:
     budgets = {k: v for k, v in (saved or {}).get("rollout", {}).items() if k in AGENT_ROLLOUT_KEYS}
     budgets.update({k: getattr(args, k) for k in AGENT_ROLLOUT_KEYS if getattr(args, k) is not None})
     rollout = RolloutConfig.from_dict({**budgets, "greedy": True, "seed": args.seed},
-                                      where=f"{args.model}/searchrl_agent.json: rollout" if saved else "rollout")
+                                      where=f"{saved['source']}: rollout" if saved else "rollout")
     if saved:
         shown = ", ".join(f"{k}={v}" for k, v in budgets.items())
-        console.print(f"model {args.model}: evaluated with the settings it was trained with ({shown}"
+        console.print(f"model {args.model}: evaluated with the settings it was trained with "
+                      f"(from {saved['source']}: {shown}"
                       + (", and its prompt)" if args.mode == "search" and args.template is None else ")"))
     sources = load_sources(args.data, split=args.split)
     for s in sources:
