@@ -389,6 +389,11 @@ def test_decisions_use_dev_and_test_is_evaluated_only_at_the_start_and_end(tiny_
     assert set(summary["val"]) == {"split", "start", "final"} and summary["gain"]["world"]["n"] == 4
     evals = json.loads((run / "evals.json").read_text())
     assert {k: v["split"] for k, v in evals.items()} == {"untrained": "test", "start": "test", "final": "test"}
+    # the paired gain within each question type, over the test questions of that type
+    types = evals["final"]["question_types"]["world"]
+    assert set(types) == set(evals["final"]["per_question_em"]["world"])
+    by_type = summary["gain"]["world"]["by_type"]
+    assert sum(g["n"] for g in by_type.values()) == 4 and set(by_type) == set(types.values())
     dev_ids = {q["id"] for q in map(json.loads, (world_folder() / "dev.jsonl").open())}
     rows = read_jsonl(run / "metrics.jsonl")
     assert [r["step"] for r in rows if not math.isnan(r["val/world/em"])] == [2, 4]
@@ -418,6 +423,11 @@ def test_the_paired_gain_is_computed_per_question_and_worded_by_its_interval():
     assert same["em_gain"] == 0.0 and "within the 95% interval" in gain_verdict(same)
     assert "a real loss" in gain_verdict(paired_gain(up, start, seed=0)["world"])
     assert paired_gain(None, up, seed=0) == {}
+    # With question types, the same paired gain within each type: questions q10..q29 went right, all "bridge".
+    up["question_types"] = {"world": {f"q{i}": "bridge" if 10 <= i < 30 else "single-hop" for i in range(40)}}
+    by_type = paired_gain(start, up, seed=0)["world"]["by_type"]
+    assert by_type["bridge"]["em_gain"] == 1.0 and by_type["bridge"]["n"] == 20
+    assert by_type["single-hop"] == {"em_gain": 0.0, "ci_low": 0.0, "ci_high": 0.0, "n": 20}
 
 
 def test_minibatch_plan_shuffles_rows_or_whole_groups():

@@ -83,19 +83,28 @@ def paired_gain(start: dict | None, final: dict, *, seed: int) -> dict:
 
     `start` and `final` hold `per_question_em` {dataset: {question uid: EM}}. d_i = EM_final(q_i) − EM_start(q_i);
     the interval is the percentile bootstrap of mean(d) (resampling questions, so the two evaluations' shared
-    per-question difficulty cancels).
+    per-question difficulty cancels). Where `final` also holds `question_types` {dataset: {uid: type}} (the world's
+    single-hop / bridge / comparison), each dataset's entry gets `by_type`: the same paired gain within each type.
     """
     out: dict = {}
     if start is None:
         return out
+
+    def gain(diffs: list[float]) -> dict:
+        low, high = bootstrap_ci(diffs, n_resamples=2000, seed=seed)
+        return {"em_gain": sum(diffs) / len(diffs), "ci_low": low, "ci_high": high, "n": len(diffs)}
+
     for name, final_em in final.get("per_question_em", {}).items():
         start_em = start.get("per_question_em", {}).get(name, {})
         common = [uid for uid in final_em if uid in start_em]
         if not common:
             continue
-        diffs = [final_em[u] - start_em[u] for u in common]
-        low, high = bootstrap_ci(diffs, n_resamples=2000, seed=seed)
-        out[name] = {"em_gain": sum(diffs) / len(diffs), "ci_low": low, "ci_high": high, "n": len(common)}
+        diffs = {u: final_em[u] - start_em[u] for u in common}
+        out[name] = gain(list(diffs.values()))
+        types = final.get("question_types", {}).get(name, {})
+        kinds = sorted({types[u] for u in common if u in types})
+        if kinds:
+            out[name]["by_type"] = {k: gain([d for u, d in diffs.items() if types.get(u) == k]) for k in kinds}
     return out
 
 

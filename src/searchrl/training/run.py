@@ -417,7 +417,8 @@ def _finish(t: Trainer) -> dict[str, Any]:
     )
     atomic_write_json(  # per-question EM of each evaluation, for paired comparisons across runs
         t.run_dir / "evals.json",
-        {k: {"step": v.get("step"), "split": v.get("split"), "per_question_em": v.get("per_question_em", {})}
+        {k: {"step": v.get("step"), "split": v.get("split"), "per_question_em": v.get("per_question_em", {}),
+             "question_types": v.get("question_types", {})}
          for k, v in t.state.evals.items() if k in ("untrained", "start", "final")},
     )
     val = {"start": t.state.evals.get("val_start"), "final": t.state.evals.get("last")}
@@ -476,4 +477,9 @@ def print_summary(t: Trainer, summary: dict[str, Any]) -> None:
                 parts.append(f"{label}: " + ", ".join(f"{k} {v:.2f}" for k, v in kinds.items()))
         if parts:
             t.logger.announce(f"{name} EM by question type — " + "; ".join(parts))
+        by_type = (summary["gain"].get(name) or {}).get("by_type")
+        if by_type:
+            t.logger.announce(f"{name} RL gain by question type (paired 95% interval): " + ", ".join(
+                f"{k} {g['em_gain']:+.3f} [{g['ci_low']:+.3f}, {g['ci_high']:+.3f}] (n={g['n']})"
+                for k, g in by_type.items()))
     t.logger.announce(f"Run folder: {t.run_dir} ({summary['seconds'] / 60:.1f} min)")
