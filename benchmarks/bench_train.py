@@ -68,7 +68,7 @@ from typing import Any
 from hostinfo import fmt, host, host_line  # benchmarks/, beside this file
 
 REPO = Path(__file__).resolve().parents[1]
-from workload import fix_lengths
+from workload import fix_lengths, load_policy_with_fixed_lengths
 
 INSTRUCTIONS = {
     "short": "Answer the question with <answer>answer</answer>.\nQuestion: {question}\n",  # about 30 prompt tokens
@@ -148,14 +148,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
             print(f"searchrl at {Path(searchrl.__file__).parent} predates {dropped[0]}: dropped", file=sys.stderr)
             overrides.remove(dropped[0])
     if not args.same_stop:
-        load_policy = searchrl.models.load_policy
-
-        @functools.wraps(load_policy)
-        def load_fixed(*a: Any, **k: Any) -> Any:
-            model, tokenizer = load_policy(*a, **k)
-            return fix_lengths(model, tokenizer), tokenizer
-
-        searchrl.models.load_policy = load_fixed  # the trainer looks models.load_policy up at call time
+        load_policy_with_fixed_lengths()  # every completion runs to its budget (workload.fix_lengths)
     if args.unfused_adamw:  # the optimiser searchrl used before this benchmark: the per-tensor AdamW loop
         import torch
 

@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_gpu import ARCHITECTURES  # noqa: E402 - benchmarks/, beside this file
-from workload import fix_lengths  # noqa: E402
+from workload import load_policy_with_fixed_lengths  # noqa: E402
 
 # Qwen2.5-3B-Instruct's config.json (the published sizes).
 ARCHITECTURES.setdefault("qwen2.5-3b", ("qwen2", dict(
@@ -83,7 +83,6 @@ def worker(args: argparse.Namespace) -> None:
     """One config in this process: build the weights, train `--steps` steps, write the rows to `--json`."""
     import torch
 
-    import searchrl.models
     from searchrl.rollout.engine import RolloutEngine
     from searchrl.training import loop
     from searchrl.training.config import load_config
@@ -96,14 +95,7 @@ def worker(args: argparse.Namespace) -> None:
     began = time.perf_counter()
     model_dir = build_model(arch, work / "model", args.seed, probe.model.dtype, args.device)
     build_s = time.perf_counter() - began
-    load_policy = searchrl.models.load_policy
-
-    @functools.wraps(load_policy)
-    def load_fixed(*a: Any, **k: Any) -> Any:
-        model, tokenizer = load_policy(*a, **k)
-        return fix_lengths(model, tokenizer), tokenizer
-
-    searchrl.models.load_policy = load_fixed  # the trainer looks models.load_policy up at call time
+    load_policy_with_fixed_lengths()  # no EOS, no '<': every trajectory runs to --max-tokens
     overrides = [
         f"model.name={model_dir}", f"run.dir={work / 'run'}", "run.overwrite=true", f"seed={args.seed}",
         f"train.device={args.device}", f"train.steps={args.steps}", "train.time_budget_min=null",

@@ -71,6 +71,24 @@ def fix_lengths(model: Any, tokenizer: Any) -> Any:
     return model
 
 
+def load_policy_with_fixed_lengths() -> Any:
+    """Make `searchrl.models.load_policy` return models with `fix_lengths` applied (the trainer looks it up at call
+    time); returns the original, for the caller to put back."""
+    import functools
+
+    import searchrl.models
+
+    load_policy = searchrl.models.load_policy
+
+    @functools.wraps(load_policy)
+    def load_fixed(*a: Any, **k: Any) -> Any:
+        model, tokenizer = load_policy(*a, **k)
+        return fix_lengths(model, tokenizer), tokenizer
+
+    searchrl.models.load_policy = load_fixed
+    return load_policy
+
+
 @dataclass
 class ReplayTurn:
     sampled: list[int]  # the tokens the model emitted in this turn
