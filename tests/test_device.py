@@ -271,5 +271,6 @@ def test_every_packaged_config_says_which_engine_runs_it(name):
     from conftest import REQUIRED_OVERRIDES
 
     cfg = load_config(name, REQUIRED_OVERRIDES.get(name, []))
-    if name.endswith("_1gpu"):
-        assert cfg.train.device == "cuda" and "estimate" in "\n".join(header).lower()
+    if name.endswith("_1gpu"):  # a one-GPU config says what it measured, and on which card
+        text = "\n".join(header)
+        assert cfg.train.device == "cuda" and "Measured" in text and "NVIDIA" in text and "GB" in text, name
