@@ -109,6 +109,24 @@ def test_token_logprobs_equal_the_full_logits_in_one_chunk_or_many(tiny_model):
         for got, expected in zip([p.grad for p in model.parameters()], want_grads):
             assert_same_math(got, expected)
 
+def _plain_and_shared(model, batch):
+    """The padded and the shared-prompt forward of `batch`, each with its log-probs, entropies and gradients
+    (log-probs + 0.1 · entropy backpropagated), and how many body forwards each ran."""
+    calls = []
+    handle = model.model.register_forward_hook(lambda module, args, out: calls.append(1))
+    results = []
+    try:
+        for share in (False, True):
+            calls.clear()
+            model.zero_grad(set_to_none=True)
+            lp, ent = shared_or_plain(model, batch, share)
+            (lp.sum() + 0.1 * ent.sum()).backward()
+            results.append(((lp.detach(), ent.detach(), [p.grad.clone() for p in model.parameters()]), len(calls)))
+    finally:
+        handle.remove()
+    return results
+
+
 def test_shared_prompts_give_the_padded_forward_values_and_gradients(tiny_model):
     """Rows that repeat a prompt compute it once (two body forwards) with the same log-probs, entropies and
     gradients as the padded forward, in float64 (the same math) and under bf16 autocast (float32 weights)."""
@@ -119,21 +137,8 @@ def test_shared_prompts_give_the_padded_forward_values_and_gradients(tiny_model)
     model = prepare_for_training(model, gradient_checkpointing=False, dtype=torch.float64)
     owner, prompts = prompt_owners(batch)
     assert owner.tolist() == [0, 0, 1, 0, 1, 2] and len(prompts) == 3
-    calls = []
-    handle = model.model.register_forward_hook(lambda module, args, kwargs_out: calls.append(1))
-
-    def run(share: bool) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
-        model.zero_grad(set_to_none=True)
-        lp, ent = shared_or_plain(model, batch, share)
-        (lp.sum() + 0.1 * ent.sum()).backward()
-        return lp.detach(), ent.detach(), [p.grad.clone() for p in model.parameters()]
-
-    calls.clear()
-    plain = run(False)
-    assert len(calls) == 1
-    calls.clear()
-    shared = run(True)
-    assert len(calls) == 2  # the distinct prompts, then every row's response
+    (plain, plain_calls), (shared, shared_calls) = _plain_and_shared(model, batch)
+    assert plain_calls == 1 and shared_calls == 2  # the distinct prompts, then every row's response
     assert_same_math(shared[0], plain[0])  # float64: the same math in another layout (conftest)
     assert_same_math(shared[1], plain[1])
     for got, want in zip(shared[2], plain[2]):
@@ -149,7 +154,6 @@ def test_shared_prompts_give_the_padded_forward_values_and_gradients(tiny_model)
     # ~ 0.03; measured <= 0.07x that (AMX, AVX512-BF16, AVX2, scalar dispatch); a wrong position moves it by more.
     bound = 2 * EPS_BF16 * _logit_spread(model, batch)
     torch.testing.assert_close(lp_shared, lp_plain, rtol=0, atol=bound)
-    handle.remove()
 
 @pytest.mark.parametrize("rows_kept", [None, [0, 2, 5]], ids=["repeated prompts", "all prompts distinct"])
 def test_a_common_prompt_prefix_runs_once_with_the_padded_forward_values_and_gradients(tiny_model, rows_kept):
@@ -165,26 +169,12 @@ def test_a_common_prompt_prefix_runs_once_with_the_padded_forward_values_and_gra
     model = prepare_for_training(model, gradient_checkpointing=False, dtype=torch.float64)  # same math: float64
     owner, prompts = prompt_owners(batch)
     assert len(prompts) == 3 and common_prefix_len([p[:-1] for p in prompts]) >= MIN_SHARED_PREFIX
-    calls = []
-    handle = model.model.register_forward_hook(lambda module, args, out: calls.append(1))
-
-    def run(share: bool) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
-        model.zero_grad(set_to_none=True)
-        lp, ent = shared_or_plain(model, batch, share)
-        (lp.sum() + 0.1 * ent.sum()).backward()
-        return lp.detach(), ent.detach(), [p.grad.clone() for p in model.parameters()]
-
-    calls.clear()
-    plain = run(False)
-    assert len(calls) == 1
-    calls.clear()
-    shared = run(True)
-    assert len(calls) == 3  # the template, the prompts' remaining tokens, every row's response
+    (plain, plain_calls), (shared, shared_calls) = _plain_and_shared(model, batch)
+    assert plain_calls == 1 and shared_calls == 3  # the template, the prompts' remaining tokens, every row's response
     assert_same_math(shared[0], plain[0])  # float64: the same math in three forwards instead of one (conftest)
     assert_same_math(shared[1], plain[1])
     for got, want in zip(shared[2], plain[2]):
         assert_same_math(got, want)
-    handle.remove()
 
 def test_shared_prompts_fall_back_to_the_padded_forward(tiny_model):
     """No repeated prompt and no shared template, activation checkpointing (its blocks drop the cache), or a sliding
