@@ -135,10 +135,6 @@ def read_agent_settings(model: str | os.PathLike[str]) -> dict[str, Any] | None:
             raise SearchRLError(f"{path}: not readable as JSON ({exc}); delete it to evaluate with the defaults") \
                 from None
     elif folder.parent.name == "checkpoints" and (folder.parent.parent / "config.yaml").is_file():
-        import yaml
-
-        from searchrl.fileio import load_yaml
-
         path = folder.parent.parent / "config.yaml"
         try:
             config = load_yaml(path.read_text(encoding="utf-8"))

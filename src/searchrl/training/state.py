@@ -260,16 +260,17 @@ def validate(t: Trainer, label: str, *, test: bool = False, limit: int | None = 
         for name, entry in report.datasets.items()
     }
     per_question: dict[str, dict[str, float]] = {name: {} for name in datasets}
-    by_type: dict[str, dict[str, list[float]]] = {name: {} for name in datasets}
     question_types: dict[str, dict[str, str]] = {name: {} for name in datasets}
     for record in report.records:
         if record.get("finish_reason") == "retrieval_error":  # left out of the scores, counted by the harness
             continue
         per_question[record["dataset"]][record["uid"]] = float(record["em"])
         if record.get("type"):  # the question kind (the world's single-hop / bridge / comparison)
-            by_type[record["dataset"]].setdefault(record["type"], []).append(float(record["em"]))
             question_types[record["dataset"]][record["uid"]] = record["type"]
-    for name, kinds in by_type.items():
+    for name, types in question_types.items():
+        kinds: dict[str, list[float]] = {}
+        for uid, kind in types.items():
+            kinds.setdefault(kind, []).append(per_question[name][uid])
         datasets[name]["em_by_type"] = {k: sum(v) / len(v) for k, v in sorted(kinds.items())}
     return {"label": label, "step": t.state.step, "split": split, "datasets": datasets,
             "per_question_em": per_question, "question_types": {n: q for n, q in question_types.items() if q},
