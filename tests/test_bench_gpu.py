@@ -35,9 +35,10 @@ def on_cpu(monkeypatch):
 
 
 def _args(model: Path, **extra) -> argparse.Namespace:
-    return argparse.Namespace(model_dir=str(model), seed=0, device="cpu", steps=2, batch_size=2, group_size=4,
-                              mini_batch_size=4, micro_batch_size=4, lr=1e-6, bf16=0, gradient_checkpointing=1,
-                              max_tokens=12, profile=None, breakdown=False, cuda_graphs=0, **extra)
+    settings = dict(model_dir=str(model), seed=0, device="cpu", steps=2, batch_size=2, group_size=4,
+                    mini_batch_size=4, micro_batch_size=4, lr=1e-6, bf16=0, gradient_checkpointing=1, max_tokens=12,
+                    profile=None, breakdown=False, cuda_graphs=0, lora=0)
+    return argparse.Namespace(**{**settings, **extra})
 
 
 def test_the_searchrl_worker_records_the_breakdown_gc_and_profile(narrow_model, on_cpu, tmp_path):
@@ -65,6 +66,46 @@ def test_the_trl_worker_times_the_same_work(narrow_model, on_cpu):
         assert step["completion_tokens_mean"] == 12
         assert step["rollout_wall"] < step["wall"]
         assert step["gc_s"] >= 0 and step["gc_collections"] >= 0
+
+
+def test_both_workers_train_the_same_lora_adapters_over_a_bf16_base(narrow_model, on_cpu, monkeypatch):
+    # --lora (the 3B LoRA comparison): each side trains rank-r adapters on all seven linear layers of a frozen bf16
+    # base, and nothing else. The adapters' shapes and the trainable count are compared, side by side.
+    pytest.importorskip("trl", reason="TRL comes with searchrl[bench]; CI installs it")
+    import trl
+    from searchrl.training import loop
+
+    seen: dict[str, tuple[int, set[str], torch.dtype]] = {}
+
+    def trainable(model) -> tuple[int, set[str], torch.dtype]:
+        names = {n for n, p in model.named_parameters() if p.requires_grad}
+        assert names and all("lora_" in n for n in names), sorted(names)[:5]
+        base = next(p for n, p in model.named_parameters() if not p.requires_grad and "layers" in n)
+        kinds = {n.split(".lora_")[0].rsplit(".", 1)[-1] for n in names}
+        return sum(p.numel() for p in model.parameters() if p.requires_grad), kinds, base.dtype
+
+    rl_step = loop.rl_step
+
+    def spy_step(t, step):
+        seen.setdefault("searchrl", trainable(t.model))
+        return rl_step(t, step)
+
+    monkeypatch.setattr(loop, "rl_step", spy_step)
+    result = bench_gpu.worker_searchrl(_args(narrow_model, lora=4))
+    assert len(result["steps"]) == 2 and all(s["completion_tokens_mean"] == 12 for s in result["steps"])
+
+    train = trl.GRPOTrainer.train
+
+    def spy_train(self, *a, **k):
+        seen["trl"] = trainable(self.model)
+        return train(self, *a, **k)
+
+    monkeypatch.setattr(trl.GRPOTrainer, "train", spy_train)
+    result = bench_gpu.worker_trl(_args(narrow_model, lora=4))
+    assert len(result["steps"]) == 2 and all(s["completion_tokens_mean"] == 12 for s in result["steps"])
+    assert seen["searchrl"] == seen["trl"]
+    count, kinds, dtype = seen["trl"]
+    assert kinds == set(bench_gpu.LORA_TARGETS) and dtype == torch.bfloat16 and count > 0
 
 
 def test_bench_decode_graph_runs_its_eager_side_on_the_cpu(narrow_model, tmp_path):
