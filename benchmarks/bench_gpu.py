@@ -57,7 +57,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workload import fix_lengths  # benchmarks/workload.py, beside this file
+from workload import fix_lengths, load_policy_with_fixed_lengths  # benchmarks/workload.py, beside this file
 
 INSTRUCTION = "Answer the question with <answer>answer</answer>.\nQuestion: {question}\n"
 PREFIX = "<answer>"
@@ -207,17 +207,9 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
     from searchrl.training import loop
     from searchrl.training.config import load_config
 
-    load_policy = searchrl.models.load_policy
-
-    @functools.wraps(load_policy)
-    def load_fixed(*a: Any, **k: Any) -> Any:
-        model, tokenizer = load_policy(*a, **k)
-        return fix_lengths(model, tokenizer), tokenizer
-
     # The worker patches these for its one run and puts them back after (it also runs inside the tests).
-    originals = [(searchrl.models, "load_policy", load_policy), (RolloutEngine, "run", RolloutEngine.run),
-                 (loop, "rl_step", loop.rl_step)]
-    searchrl.models.load_policy = load_fixed  # the trainer looks models.load_policy up at call time
+    originals = [(searchrl.models, "load_policy", load_policy_with_fixed_lengths()),
+                 (RolloutEngine, "run", RolloutEngine.run), (loop, "rl_step", loop.rl_step)]
     run = Path(tempfile.mkdtemp(prefix="bench_gpu_searchrl_"))
     overrides = [
         f"model.name={args.model_dir}", f"run.dir={run}", "run.overwrite=true", f"seed={args.seed}",
