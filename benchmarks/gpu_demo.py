@@ -19,6 +19,8 @@ own.
     # one GPU with --parallel) and `searchrl eval` of one seed's start and final models, on CUDA
     python3 benchmarks/gpu_demo.py run .gpu_demo $OUT --seeds 0,1,2 --parallel --eval-seed 0
     # (dotted overrides for `searchrl train` go right after $OUT, before the options)
+    # or, in call 3 instead, any searchrl command with the real model, e.g. the collapse study's long horizon:
+    python3 benchmarks/gpu_demo.py exec .gpu_demo -- compare --config collapse_drift --jobs 10 ... train.device=cuda
 
 `run` writes, per seed, the run's summary.json and metrics.jsonl (renamed `demo-s<seed>-summary.json`, ...), the
 evaluations' JSON, and `gpu_demo.json`: the card, driver, torch and transformers versions, each seed's wall time,
@@ -150,12 +152,24 @@ def _finish(out: Path, seed: int, run_dir: Path, log: str, code: int, wall: floa
     return row
 
 
-def run(folder: Path, out: Path, seeds: list[int], eval_seed: int | None, extra: list[str], parallel: bool,
-        device: str, eval_limit: int | None = None) -> None:
+def _env(folder: Path) -> dict:
+    """The environment a `searchrl` process needs there: the wheels, the joined model package and this checkout."""
     repo = Path(__file__).resolve().parents[1]
     paths = [str(STAGE / "site"), str(_join(folder)), str(repo / "src")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")]),
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")]),
+            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
+
+
+def run_searchrl(folder: Path, args: list[str]) -> int:
+    """Any `searchrl` command with the real default model there (after the parts' calls), e.g. the collapse study:
+    `gpu_demo.py exec .gpu_demo -- compare --config collapse_drift --jobs 10 train.device=cuda ...`."""
+    env = {**_env(folder), "SEARCHRL_CACHE": os.environ.get("SEARCHRL_CACHE", str(STAGE / "cache"))}
+    return subprocess.run([sys.executable, "-m", "searchrl.cli", *args], env=env).returncode
+
+
+def run(folder: Path, out: Path, seeds: list[int], eval_seed: int | None, extra: list[str], parallel: bool,
+        device: str, eval_limit: int | None = None) -> None:
+    env = _env(folder)
     out.mkdir(parents=True, exist_ok=True)
     report = {"versions": _versions(env), "parallel": parallel, "seeds": {}}
 
@@ -211,7 +225,15 @@ def main() -> int:
     r.add_argument("--eval-limit", type=int, default=None, help="questions for `searchrl eval` (default: all 500)")
     r.add_argument("--device", default="cuda", help="cuda (a CPU smoke run of the plumbing: cpu)")
     r.add_argument("overrides", nargs="*", help="extra dotted overrides for searchrl train")
+    x = sub.add_parser("exec", help="run any searchrl command there with the real default model")
+    x.add_argument("folder", type=Path)
+    x.add_argument("command", nargs=argparse.REMAINDER, help="-- then the searchrl command and its arguments")
     args = parser.parse_args()
+    if args.step == "exec":
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        if not command:
+            parser.error("exec: give the searchrl command after --, e.g. -- eval --model default --device cuda")
+        return run_searchrl(args.folder, command)
     if args.step == "prepare":
         prepare(args.folder)
     elif args.step == "receive":

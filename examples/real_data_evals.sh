@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The evaluations behind docs/real-data.md, for a finished `searchrl train --config nq_cpu` run:
 #
-#   examples/real_data_evals.sh RUN_DIR NQ_DIR [TRANSFER_DIR ...] [--out DIR]
+#   examples/real_data_evals.sh RUN_DIR NQ_DIR [TRANSFER_DIR ...] [--out DIR] [--pool CORPUS]
 #
 # e.g. examples/real_data_evals.sh runs/nq tests/fixtures/qa/nq_oracle tests/fixtures/qa/hotpotqa_distractor \
 #          --out runs/nq/evals
@@ -10,16 +10,25 @@
 # start model in --mode direct and --mode rag (the papers' baseline rows), the start of RL and the end of RL; the
 # end of RL is paired against the start of RL and against the RAG row (both in nq_final). On each TRANSFER_DIR (all
 # its questions, zero-shot): the start and the end of RL, paired. Every evaluation writes NAME.json, NAME.md and
-# NAME.jsonl (one line per question) into the output folder (default RUN_DIR/evals).
+# NAME.jsonl (one line per question) into the output folder (default RUN_DIR/evals). With --pool CORPUS (a corpus
+# pooling NQ_DIR's passages with thousands of others: examples/merge_corpora.py), also the start and the end of RL
+# on NQ_DIR's test part searching that corpus instead of NQ_DIR's own, paired (nq_pool_start, nq_pool_final).
 set -euo pipefail
-run=${1:?usage: examples/real_data_evals.sh RUN_DIR NQ_DIR [TRANSFER_DIR ...] [--out DIR]}
-nq=${2:?usage: examples/real_data_evals.sh RUN_DIR NQ_DIR [TRANSFER_DIR ...] [--out DIR]}
+usage="usage: examples/real_data_evals.sh RUN_DIR NQ_DIR [TRANSFER_DIR ...] [--out DIR] [--pool CORPUS]"
+run=${1:?$usage}
+nq=${2:?$usage}
 shift 2
 out="$run/evals"
+pool=""
 transfer=()
 while [ $# -gt 0 ]; do
-  if [ "$1" = "--out" ]; then out=${2:?--out needs a folder}; shift 2; else transfer+=("$1"); shift; fi
+  case "$1" in
+    --out) out=${2:?--out needs a folder}; shift 2 ;;
+    --pool) pool=${2:?--pool needs a corpus .jsonl}; shift 2 ;;
+    *) transfer+=("$1"); shift ;;
+  esac
 done
+if [ -n "$pool" ] && [ ! -f "$pool" ]; then echo "--pool $pool: no such corpus file (examples/merge_corpora.py writes one)" >&2; exit 2; fi
 for folder in "$run/start_model" "$run/final_model"; do
   [ -f "$folder/searchrl_agent.json" ] || { echo "no exported agent in $folder: is $run a finished run?" >&2; exit 2; }
 done
@@ -49,7 +58,11 @@ evaluate nq_direct "$run/start_model" "$nq@test" --mode direct
 evaluate nq_rag "$run/start_model" "$nq@test" --mode rag
 evaluate nq_start "$run/start_model" "$nq@test"
 evaluate nq_final "$run/final_model" "$nq@test" --paired-with "$out/nq_start.jsonl" --paired-with "$out/nq_rag.jsonl"
-for data in "${transfer[@]}"; do
+if [ -n "$pool" ]; then
+  evaluate nq_pool_start "$run/start_model" "$nq@test" --retriever "$pool"
+  evaluate nq_pool_final "$run/final_model" "$nq@test" --retriever "$pool" --paired-with "$out/nq_pool_start.jsonl"
+fi
+for data in "${transfer[@]+"${transfer[@]}"}"; do
   name=$(basename "$data")
   evaluate "${name}_start" "$run/start_model" "$data"
   evaluate "${name}_final" "$run/final_model" "$data" --paired-with "$out/${name}_start.jsonl"

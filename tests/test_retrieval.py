@@ -633,3 +633,28 @@ def test_passages_without_a_title_line_are_counted_in_one_warning(tmp_path: Path
         f"{path}: 2 passage(s) do not open with a '\"Title\"' line (the first on line 4); they are indexed, but the "
         "agent sees their first line (or all of a passage without a line break) as its title: write contents as "
         "'\"Title\"\\ntext', or give 'title' and 'text' fields"]
+
+
+def test_merge_corpora_pools_datasets_keeping_the_first_ids_and_refusing_bad_input(tmp_path, qa_samples):
+    """examples/merge_corpora.py: the first corpus keeps its ids (gold ids still match), later ones are prefixed
+    with their folder's name; duplicates are dropped; a bad passage is named by file and line, nothing written."""
+    script = Path(__file__).parents[1] / "examples" / "merge_corpora.py"
+    nq, hotpot = qa_samples / "nq_oracle" / "corpus.jsonl", qa_samples / "hotpotqa_distractor" / "corpus.jsonl"
+    out = tmp_path / "pool.jsonl"
+    done = subprocess.run([sys.executable, str(script), str(out), str(nq), str(hotpot)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    pooled = [json.loads(line) for line in out.read_text().splitlines()]
+    nq_rows = [json.loads(line) for line in nq.read_text().splitlines()]
+    assert pooled[: len(nq_rows)] == [{"id": r["id"], "contents": r["contents"]} for r in nq_rows]
+    rest = pooled[len(nq_rows):]
+    assert rest and all(p["id"].startswith("hotpotqa_distractor:") for p in rest)
+    assert len({p["contents"] for p in pooled}) == len(pooled)
+    assert len(list(read_corpus(out))) == len(pooled)
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "1", "contents": "fine"}\n{"id": "2"}\n')
+    refused = tmp_path / "refused.jsonl"
+    done = subprocess.run([sys.executable, str(script), str(refused), str(nq), str(bad)], capture_output=True, text=True)
+    assert done.returncode == 2 and f"{bad}:2" in done.stderr and not refused.exists()
+    again = subprocess.run([sys.executable, str(script), str(out), str(nq)], capture_output=True, text=True)
+    assert again.returncode == 2 and "--overwrite" in again.stderr

@@ -28,9 +28,10 @@ class FakeClock:
 def _run_with_load(tiny_model, run, monkeypatch, *, slower_from_step: int, slowdown: float) -> tuple[float, dict]:
     """A tiny run on a fake clock where a training rollout costs 0.5 s a generated token (plus 20 s for its
     update) and an evaluation 2 s a question, all `slowdown` times as long from RL step `slower_from_step` on
-    (other work arrived on the machine)."""
+    (other work arrived on the machine); the machine's speed probe reads the same load."""
     from searchrl.evaluation import harness
     from searchrl.training import run as run_module
+    from searchrl.training import state
 
     clock = FakeClock()
     steps = {"n": 0}
@@ -55,6 +56,7 @@ def _run_with_load(tiny_model, run, monkeypatch, *, slower_from_step: int, slowd
         clock.now += load() * 2.0 * len(report.records)
         return report
 
+    monkeypatch.setattr(state, "cpu_speed_probe", lambda: 0.02 * load())
     monkeypatch.setattr(run_module, "build", build_slow)
     monkeypatch.setattr(harness, "evaluate", slow_evaluate)
     cfg = load_config("demo", tiny_overrides(tiny_model, run, train__steps=200, train__time_budget_min=15,
@@ -71,6 +73,27 @@ def test_the_time_budget_bounds_the_whole_run_when_the_machine_slows_down(tiny_m
     elapsed, summary = _run_with_load(tiny_model, tmp_path / "run", monkeypatch, slower_from_step=3, slowdown=3.0)
     assert summary["stopped_early"] and summary["steps"] >= 3
     assert elapsed <= 15 * 60 + 60, elapsed
+
+
+def test_longer_trajectories_are_not_mistaken_for_a_slower_machine(monkeypatch):
+    """The slowdown comes from the speed probe, not from the steps: steps that take 3x as long on an unchanged
+    machine (the agent now searches twice and writes longer answers) leave the final-evaluation estimate as it
+    was, so RL is not stopped early for it; a probe 3x slower triples it."""
+    from searchrl.training import state
+
+    real_probe_seconds = state.cpu_speed_probe()
+    assert 0 < real_probe_seconds < 5  # the real probe: a short fixed workload
+    speeds = iter([0.020, 0.021, 0.060])
+    monkeypatch.setattr(state, "cpu_speed_probe", lambda: next(speeds))
+    clock = FakeClock()
+    budget = state.TimeBudget(16, clock=clock)
+    for wall in (20.0, 60.0):
+        clock.now += wall
+        budget.record_step(wall)
+    assert budget.slowdown() == pytest.approx(1.05)
+    assert budget.needed_to_finish(100.0) == pytest.approx(1.1 * 1.05 * 100.0 + budget.margin_s)
+    budget.record_step(60.0)
+    assert budget.slowdown() == pytest.approx(3.0)
 
 
 def test_without_the_slowdown_estimate_the_same_run_overruns(tiny_model, tmp_path, monkeypatch):

@@ -142,7 +142,6 @@ class StepOutput:
 
     metrics: dict[str, float]
     trajectories: list[Trajectory]
-    generated_tokens: int  # sampled tokens of the rollout (the time budget's measure of generation speed)
 
 
 def rl_step(t: Trainer, step: int) -> StepOutput:
@@ -225,8 +224,7 @@ def rl_step(t: Trainer, step: int) -> StepOutput:
                            updates=record, lr=float(t.optimizer.param_groups[0]["lr"]))
     metrics["diag/probe_ll"] = probe_ll
     metrics.update({"time/rollout_s": rollout_s, "time/update_s": update_s, "time/step_s": clock() - start})
-    generated = int(sum(sum(tr.response_mask) for tr in trajectories))
-    return StepOutput(metrics, trajectories, generated)
+    return StepOutput(metrics, trajectories)
 
 
 def reference_log_probs(t: Trainer, forward: StepForward, plan: list, loss_mask: torch.Tensor) -> torch.Tensor:
@@ -327,4 +325,4 @@ def fit(t: Trainer) -> None:
             save(t, best=improved)
         if t.stop_requested:
             raise RunInterrupted(t.stop_requested)
-        t.budget.record_step(t.budget.clock() - began, out.metrics["time/rollout_s"], out.generated_tokens)
+        t.budget.record_step(t.budget.clock() - began)

@@ -343,6 +343,20 @@ def rollback(t: Trainer, which: str, lr_factor: float, why: str) -> None:
 # ============================================================================================ the time budget
 
 
+def cpu_speed_probe() -> float:
+    """Seconds for a fixed float32 matmul workload (about 10-30 ms on two cores), the fastest of 3 repeats: the
+    machine's present speed, whatever the run is doing. The time budget compares it with its value at the first RL
+    step; other work on the machine makes it slower, a change in the agent's trajectories does not."""
+    a = torch.full((256, 256), 0.5)
+    best = math.inf
+    for _ in range(3):
+        began = time.perf_counter()
+        for _ in range(8):
+            torch.mm(a, a)
+        best = min(best, time.perf_counter() - began)
+    return best
+
+
 @dataclass
 class TimeBudget:
     """`train.time_budget_min`, counted from the trainer's start: RL stops after the last step that leaves time
@@ -350,16 +364,17 @@ class TimeBudget:
 
     Needed for one more step: the longest of the last two steps (measured at the machine's present speed), plus
     the final evaluations: the validation and test evaluations of the start of RL, as long as they took then,
-    scaled by how much slower the machine generates now than at the first RL step of this process (its rollout's
-    seconds per generated token, which other load on the machine changes), plus 10% and a margin for the final
-    checkpoint and exports. `clock` is `time.perf_counter` (a test passes its own).
+    scaled by how much slower the machine is now than at the first RL step of this process (a fixed matmul
+    workload timed after each step, `cpu_speed_probe`: other load on the machine changes it, the length of the
+    agent's searches and answers does not), plus 10% and a margin for the final checkpoint and exports. `clock`
+    is `time.perf_counter` (a test passes its own clock, and replaces `cpu_speed_probe`).
     """
 
     minutes: float | None
     clock: Callable[[], float] = time.perf_counter
     started: float = 0.0
     step_walls: list[float] = field(default_factory=list)
-    token_seconds: list[float] = field(default_factory=list)  # rollout seconds per generated token, per step
+    probe_seconds: list[float] = field(default_factory=list)  # the speed probe after each step
     margin_s: float = 20.0
 
     def __post_init__(self) -> None:
@@ -368,16 +383,16 @@ class TimeBudget:
     def elapsed(self) -> float:
         return self.clock() - self.started
 
-    def record_step(self, wall_s: float, rollout_s: float, generated_tokens: int) -> None:
+    def record_step(self, wall_s: float) -> None:
         self.step_walls.append(wall_s)
-        if generated_tokens > 0:
-            self.token_seconds.append(rollout_s / generated_tokens)
+        if self.minutes is not None:
+            self.probe_seconds.append(cpu_speed_probe())
 
     def slowdown(self) -> float:
-        """How much slower the machine generates now than at the first step of this process (≥ 1)."""
-        if len(self.token_seconds) < 2:
+        """How much slower the machine is now than after the first step of this process (≥ 1)."""
+        if len(self.probe_seconds) < 2 or self.probe_seconds[0] <= 0:
             return 1.0
-        return max(1.0, self.token_seconds[-1] / self.token_seconds[0])
+        return max(1.0, self.probe_seconds[-1] / self.probe_seconds[0])
 
     def needed_to_finish(self, final_eval_s: float) -> float:
         return 1.1 * self.slowdown() * final_eval_s + self.margin_s
