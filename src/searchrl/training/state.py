@@ -12,6 +12,7 @@ import json
 import math
 import random
 import signal
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -344,17 +345,17 @@ def rollback(t: Trainer, which: str, lr_factor: float, why: str) -> None:
 
 
 def cpu_speed_probe() -> float:
-    """Seconds for a fixed float32 matmul workload (about 10-30 ms on two cores), the fastest of 3 repeats: the
+    """Seconds for a fixed float32 matmul workload, the median of 5 repeats of a few milliseconds on two cores: the
     machine's present speed, whatever the run is doing. The time budget compares it with its value at the first RL
-    step; other work on the machine makes it slower, a change in the agent's trajectories does not."""
-    a = torch.full((256, 256), 0.5)
-    best = math.inf
-    for _ in range(3):
+    steps; other work on the machine makes it slower, a change in the agent's trajectories does not."""
+    a = torch.full((384, 384), 0.5)
+    times = []
+    for _ in range(5):
         began = time.perf_counter()
         for _ in range(8):
             torch.mm(a, a)
-        best = min(best, time.perf_counter() - began)
-    return best
+        times.append(time.perf_counter() - began)
+    return statistics.median(times)
 
 
 @dataclass
@@ -364,10 +365,11 @@ class TimeBudget:
 
     Needed for one more step: the longest of the last two steps (measured at the machine's present speed), plus
     the final evaluations: the validation and test evaluations of the start of RL, as long as they took then,
-    scaled by how much slower the machine is now than at the first RL step of this process (a fixed matmul
-    workload timed after each step, `cpu_speed_probe`: other load on the machine changes it, the length of the
-    agent's searches and answers does not), plus 10% and a margin for the final checkpoint and exports. `clock`
-    is `time.perf_counter` (a test passes its own clock, and replaces `cpu_speed_probe`).
+    scaled by how much slower the machine is now than at the first RL steps of this process, plus 10% and a margin
+    for the final checkpoint and exports. The slowdown is read from a fixed matmul workload timed after each step
+    (`cpu_speed_probe`): other load on the machine changes it, the length of the agent's searches and answers does
+    not. Its median over the last 3 steps against its median over the first 3, so one noisy moment does not end
+    RL. `clock` is `time.perf_counter` (a test passes its own clock, and replaces `cpu_speed_probe`).
     """
 
     minutes: float | None
@@ -376,6 +378,7 @@ class TimeBudget:
     step_walls: list[float] = field(default_factory=list)
     probe_seconds: list[float] = field(default_factory=list)  # the speed probe after each step
     margin_s: float = 20.0
+    window: int = 3  # probes in the baseline and in the present reading
 
     def __post_init__(self) -> None:
         self.started = self.clock()
@@ -389,10 +392,12 @@ class TimeBudget:
             self.probe_seconds.append(cpu_speed_probe())
 
     def slowdown(self) -> float:
-        """How much slower the machine is now than after the first step of this process (≥ 1)."""
-        if len(self.probe_seconds) < 2 or self.probe_seconds[0] <= 0:
+        """How much slower the machine is now than over the first steps of this process (≥ 1)."""
+        if len(self.probe_seconds) <= self.window:
             return 1.0
-        return max(1.0, self.probe_seconds[-1] / self.probe_seconds[0])
+        baseline = statistics.median(self.probe_seconds[: self.window])
+        now = statistics.median(self.probe_seconds[-self.window:])
+        return max(1.0, now / baseline) if baseline > 0 else 1.0
 
     def needed_to_finish(self, final_eval_s: float) -> float:
         return 1.1 * self.slowdown() * final_eval_s + self.margin_s
