@@ -75,28 +75,34 @@ def test_the_time_budget_bounds_the_whole_run_when_the_machine_slows_down(tiny_m
     assert elapsed <= 15 * 60 + 60, elapsed
 
 
-def test_longer_trajectories_are_not_mistaken_for_a_slower_machine(monkeypatch):
-    """The slowdown comes from the speed probe, not from the steps: steps that take 3x as long on an unchanged
-    machine (the agent now searches twice and writes longer answers) leave the final-evaluation estimate as it
-    was, and one noisy probe does not move it; a machine that stays 3x slower triples it."""
+def test_the_slowdown_needs_both_the_steps_and_the_speed_probe(monkeypatch):
+    """Steps 3x as long on an unchanged machine (the agent now searches twice and writes longer answers) do not
+    count as a slowdown, nor does a speed probe that reads 3x slower while the steps do not slow down (a noisy
+    moment moves the short probe more than the run); a machine whose steps and probe both slow down 3x does."""
     from searchrl.training import state
 
     real_probe_seconds = state.cpu_speed_probe()
     assert 0 < real_probe_seconds < 5  # the real probe: a short fixed workload
-    speeds = iter([0.020, 0.021, 0.019, 0.020, 0.080, 0.060, 0.060])
-    monkeypatch.setattr(state, "cpu_speed_probe", lambda: next(speeds))
-    clock = FakeClock()
-    budget = state.TimeBudget(16, clock=clock)
-    for wall in (20.0, 20.0, 20.0, 60.0):
-        clock.now += wall
-        budget.record_step(wall)
-    assert budget.slowdown() == 1.0  # the first three probes are the baseline; the fourth agrees with them
-    assert budget.needed_to_finish(100.0) == pytest.approx(1.1 * 100.0 + budget.margin_s)
-    budget.record_step(60.0)  # one probe 4x slower: a noisy moment, the median of the last three ignores it
-    assert budget.slowdown() == pytest.approx(1.0)
-    budget.record_step(60.0)
-    budget.record_step(60.0)  # the machine stays 3x slower
-    assert budget.slowdown() == pytest.approx(3.0)
+
+    def budget_after(walls: list[float], probes: list[float]) -> state.TimeBudget:
+        speeds = iter(probes)
+        monkeypatch.setattr(state, "cpu_speed_probe", lambda: next(speeds))
+        clock = FakeClock()
+        budget = state.TimeBudget(16, clock=clock)
+        for wall in walls:
+            clock.now += wall
+            budget.record_step(wall)
+        return budget
+
+    first = [20.0, 20.0, 20.0]
+    longer_steps = budget_after(first + [60.0] * 3, [0.02] * 6)
+    assert longer_steps.slowdown() == 1.0
+    assert longer_steps.needed_to_finish(100.0) == pytest.approx(1.1 * 100.0 + longer_steps.margin_s)
+    assert budget_after(first + [20.0] * 3, [0.02] * 3 + [0.06] * 3).slowdown() == 1.0  # a noisy probe alone
+    assert budget_after(first + [60.0, 20.0, 20.0], [0.02] * 3 + [0.06, 0.02, 0.02]).slowdown() == 1.0  # one moment
+    slower = budget_after(first + [60.0] * 3, [0.02] * 3 + [0.06] * 3)
+    assert slower.slowdown() == pytest.approx(3.0)
+    assert budget_after(first + [30.0] * 3, [0.02] * 3 + [0.06] * 3).slowdown() == pytest.approx(1.5)  # the smaller
 
 
 def test_without_the_slowdown_estimate_the_same_run_overruns(tiny_model, tmp_path, monkeypatch):

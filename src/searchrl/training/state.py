@@ -365,11 +365,12 @@ class TimeBudget:
 
     Needed for one more step: the longest of the last two steps (measured at the machine's present speed), plus
     the final evaluations: the validation and test evaluations of the start of RL, as long as they took then,
-    scaled by how much slower the machine is now than at the first RL steps of this process, plus 10% and a margin
-    for the final checkpoint and exports. The slowdown is read from a fixed matmul workload timed after each step
-    (`cpu_speed_probe`): other load on the machine changes it, the length of the agent's searches and answers does
-    not. Its median over the last 3 steps against its median over the first 3, so one noisy moment does not end
-    RL. `clock` is `time.perf_counter` (a test passes its own clock, and replaces `cpu_speed_probe`).
+    scaled by how much slower the machine is now than over the first RL steps of this process, plus 10% and a
+    margin for the final checkpoint and exports. The slowdown needs two witnesses to agree, each the median of the
+    last 3 steps against the median of the first 3: the step's own wall time (which longer trajectories also
+    raise) and a fixed matmul timed after each step (`cpu_speed_probe`, which a noisy moment on the machine moves
+    more than it moves the run); the smaller of the two counts. `clock` is `time.perf_counter` (a test passes its
+    own clock, and replaces `cpu_speed_probe`).
     """
 
     minutes: float | None
@@ -393,11 +394,14 @@ class TimeBudget:
 
     def slowdown(self) -> float:
         """How much slower the machine is now than over the first steps of this process (≥ 1)."""
-        if len(self.probe_seconds) <= self.window:
+        if len(self.probe_seconds) <= self.window or len(self.step_walls) <= self.window:
             return 1.0
-        baseline = statistics.median(self.probe_seconds[: self.window])
-        now = statistics.median(self.probe_seconds[-self.window:])
-        return max(1.0, now / baseline) if baseline > 0 else 1.0
+
+        def ratio(values: list[float]) -> float:
+            baseline = statistics.median(values[: self.window])
+            return statistics.median(values[-self.window:]) / baseline if baseline > 0 else 1.0
+
+        return max(1.0, min(ratio(self.probe_seconds), ratio(self.step_walls)))
 
     def needed_to_finish(self, final_eval_s: float) -> float:
         return 1.1 * self.slowdown() * final_eval_s + self.margin_s
