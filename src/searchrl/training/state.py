@@ -379,7 +379,7 @@ class TimeBudget:
     step_walls: list[float] = field(default_factory=list)
     probe_seconds: list[float] = field(default_factory=list)  # the speed probe after each step
     margin_s: float = 20.0
-    window: int = 3  # probes in the baseline and in the present reading
+    window: int = 3  # steps in the baseline and in the present reading (medians of each witness)
 
     def __post_init__(self) -> None:
         self.started = self.clock()
