@@ -18,9 +18,10 @@ from pathlib import Path
 
 
 def merge(paths: list[Path]) -> tuple[list[dict], list[dict]]:
-    """The pooled passages ({"id", "contents"}) and per-input counts; DataError names a bad file and line."""
-    from searchrl.data.jsonl import iter_jsonl_objects
+    """The pooled passages ({"id", "contents"}) and per-input counts. Each corpus is read by `read_corpus`, so a
+    bad line raises DataError naming its file and line, as every corpus reader of searchrl does."""
     from searchrl.errors import DataError
+    from searchrl.retrieval import read_corpus
 
     pooled: list[dict] = []
     seen_ids: set[str] = set()
@@ -29,24 +30,16 @@ def merge(paths: list[Path]) -> tuple[list[dict], list[dict]]:
     for n, path in enumerate(paths):
         prefix = "" if n == 0 else f"{path.parent.name or path.stem}:"
         kept = dropped = 0
-        for where, row in iter_jsonl_objects(path):
-            if "contents" in row:
-                contents = row["contents"]
-            elif "text" in row:
-                contents = f"\"{row.get('title', '')}\"\n{row['text']}" if row.get("title") else row["text"]
-            else:
-                raise DataError(f"{where}: a passage needs 'contents' or 'text' (FlashRAG's corpus format)")
-            if "id" not in row or not isinstance(contents, str):
-                raise DataError(f"{where}: a passage needs an 'id' and a string 'contents'")
-            pid = prefix + str(row["id"])
+        for passage in read_corpus(path):
+            pid = prefix + passage.doc_id
             if pid in seen_ids:
-                raise DataError(f"{where}: passage id {pid!r} occurs twice; give the corpus unique ids")
-            if contents in seen_texts:
+                raise DataError(f"{path}: passage id {pid!r} is already in the pool; give the corpora unique ids")
+            if passage.contents in seen_texts:
                 dropped += 1
                 continue
             seen_ids.add(pid)
-            seen_texts.add(contents)
-            pooled.append({"id": pid, "contents": contents})
+            seen_texts.add(passage.contents)
+            pooled.append({"id": pid, "contents": passage.contents})
             kept += 1
         counts.append({"corpus": str(path), "id_prefix": prefix, "kept": kept, "duplicates_dropped": dropped})
     return pooled, counts
