@@ -263,3 +263,37 @@ def test_answer_collapse_fires_at_the_step_the_committed_grpo_run_stopped_answer
     for run in ("sapo-s0", "sapo-s1", "sapo-s2"):
         answered = [row["env/answered"] for row in read_jsonl(results / run / "metrics.jsonl")]
         assert feed(CollapseMonitor(only("answer_collapse")), "env/answered", answered) == [], run
+
+
+def test_small_steps_are_read_in_blocks_of_64_trajectories() -> None:
+    """A step of one question's 8 samples is read in blocks of 8 steps (64 trajectories): one question the agent
+    does not answer (0/8) is no collapse; a sustained stop is seen at the end of its block; a NaN loss is still
+    seen at its own step; a block in progress survives a checkpoint. With 64 trajectories a step, every step is
+    read alone, as before."""
+    healthy = [0.875, 1.0, 0.75, 1.0, 0.875, 1.0, 1.0, 0.875]
+    one_bad_step = healthy + [1.0, 0.0, 1.0, 0.875, 1.0, 0.75, 1.0, 1.0]
+    assert feed(CollapseMonitor(only("answer_collapse"), trajectories_per_step=8), "env/answered", one_bad_step) == []
+    assert [e.step for e in feed(CollapseMonitor(only("answer_collapse"), trajectories_per_step=64), "env/answered",
+                                 one_bad_step)] == [10]  # the same series read step by step: a false alarm
+
+    stops = healthy + [0.25, 0.0, 0.125, 0.0, 0.0, 0.125, 0.0, 0.0]
+    events = feed(CollapseMonitor(only("answer_collapse"), trajectories_per_step=8), "env/answered", stops)
+    assert [e.step for e in events] == [16] and "blocks of 8 steps" in events[0].message
+    assert events[0].value == pytest.approx(sum(stops[8:]) / 8)
+
+    monitor = CollapseMonitor(only("nonfinite"), trajectories_per_step=8)
+    assert [e.step for e in feed(monitor, "actor/pg_loss", [0.1, 0.2, NAN])] == [3]
+
+    first = CollapseMonitor(only("answer_collapse"), trajectories_per_step=8)
+    feed(first, "env/answered", stops[:12])
+    resumed = CollapseMonitor(only("answer_collapse"), trajectories_per_step=8)
+    resumed.load_state_dict(json.loads(json.dumps(first.state_dict())))
+    assert [e.step for e in feed(resumed, "env/answered", stops[12:], start=13)] == [16]
+
+
+def test_the_block_size_follows_from_the_trajectories_per_step() -> None:
+    """The block size follows from the run's batch: 1 question x G=8 -> blocks of 8 steps; 8 x 8 -> each step."""
+    assert CollapseMonitor(MonitorConfig(), trajectories_per_step=8).block_steps == 8
+    assert CollapseMonitor(MonitorConfig(), trajectories_per_step=64).block_steps == 1
+    assert CollapseMonitor(MonitorConfig(), trajectories_per_step=48).block_steps == 2
+    assert CollapseMonitor(MonitorConfig.from_dict({"min_trajectories": 1}), trajectories_per_step=8).block_steps == 1

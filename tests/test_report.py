@@ -368,3 +368,34 @@ def test_no_paired_claim_across_seeds_that_scored_different_questions(tmp_path: 
     assert none["questions"] == 0 and math.isnan(none["mean"])
     page = write_report([a, c], tmp_path / "report.html").html.read_text()
     assert "no paired claim across them" in page
+
+def test_by_updates_reads_runs_of_different_update_counts_on_one_axis(tmp_path: Path) -> None:
+    """examples/by_updates.py: the committed collapse-study GRPO seed-0 run (64 trajectories and 16 updates a step)
+    collapses at step 2: the rollout after its first 16 updates; an on-policy run of 8 trajectories a step counts only the updates that
+    moved the weights (a step whose gradient was all zero takes none), and its rates are read over 64 trajectories
+    (8 steps), so one bad step of 8 trajectories is no collapse. A folder without config.yaml is a named error."""
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    script = root / "examples" / "by_updates.py"
+    onpolicy = tmp_path / "grpo-onpolicy-s0"
+    onpolicy.mkdir()
+    (onpolicy / "config.yaml").write_text("train:\n  batch_size: 1\n  group_size: 8\n")
+    rows = [{"step": s, "actor/updates": 1.0, "actor/zero_grad_updates": float(s % 2 == 0), "train/dead_step": float(s % 2 == 0),
+             "env/answered": 0.0 if s == 9 else 0.875, "diag/format_valid": 0.75, "diag/entropy": 1.0} for s in range(1, 17)]
+    (onpolicy / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out, table = tmp_path / "fig.png", tmp_path / "table.md"
+    done = subprocess.run([sys.executable, str(script), str(root / "results" / "collapse" / "grpo-s0"), str(onpolicy),
+                           "--out", str(out), "--table", str(table)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in table.read_text().splitlines()[2:]}
+    assert lines["grpo-s0"][3:6] == ["192", "0", "2 (16)"]  # trained before updates were skipped: all 192 count
+    # 8 of 16 steps took an update; 8 were dead; step 9's 0/8 answered is one eighth of its 64-trajectory window
+    assert lines["grpo-onpolicy-s0"][1:6] == ["8", "16", "8", "8", "–"]
+    assert float(lines["grpo-onpolicy-s0"][6]) == pytest.approx(0.875 * 7 / 8, abs=0.005)
+    assert Image.open(out).size[0] > 500
+
+    (onpolicy / "config.yaml").unlink()
+    done = subprocess.run([sys.executable, str(script), str(onpolicy), "--out", str(tmp_path / "x.png")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and f"{onpolicy / 'config.yaml'}" in done.stderr and not (tmp_path / "x.png").exists()

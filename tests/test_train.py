@@ -223,8 +223,9 @@ def test_a_nan_loss_is_skipped_logged_and_repeated_ones_roll_back(tiny_model, tm
     # One update per step (mini-batch = all 4 trajectories, 2 micro-batches): old log-probs are computed in the
     # same micro-batches, so that update sees an importance ratio of exactly 1.
     # A monitor rule that fires while the lr is above 1.5e-5 asks for a rollback to the best checkpoint (the
-    # start, step 0); the rollback halves the lr (2e-5 -> 1e-5), so it fires once.
-    monitor = dict(monitor__on_collapse="rollback", monitor__rules__lr_high__kind="above",
+    # start, step 0); the rollback halves the lr (2e-5 -> 1e-5), so it fires once. A step of 4 trajectories is read
+    # alone only with monitor.min_trajectories <= 4 (by default the monitor reads blocks of 64 trajectories).
+    monitor = dict(monitor__min_trajectories=4, monitor__on_collapse="rollback", monitor__rules__lr_high__kind="above",
                    monitor__rules__lr_high__metric="actor/lr", monitor__rules__lr_high__threshold=1.5e-5,
                    monitor__rules__nonfinite__action="warn", train__lr=2e-5)
     cfg = load_config("demo", tiny_overrides(tiny_model, run, train__mini_batch_size=4, train__micro_batch_size=2,

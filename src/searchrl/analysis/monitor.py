@@ -145,6 +145,11 @@ class MonitorConfig:
     on_collapse: str = setting(
         "warn", "what a firing rule asks the trainer to do: \"warn\", \"stop\" or \"rollback\".", choices=ACTIONS
     )
+    min_trajectories: int = setting(
+        64, "rules read the steps in blocks of at least this many sampled trajectories (each rate the mean over the "
+        "block): a step of one question's 8 samples is too noisy to judge a rate on; a step of this many or more is "
+        "read alone. The nonfinite rule reads every step.", ge=1,
+    )
     rollback_lr_factor: float = setting(0.5, "a rollback multiplies the learning rate by this (in (0, 1]).", gt=0, le=1)
     max_rollbacks: int = setting(2, "rollbacks allowed per run; beyond it a rollback decision becomes \"stop\".", ge=0)
     rules: dict[str, RuleConfig] = setting(
@@ -260,11 +265,15 @@ class CollapseMonitor:
 
     STATE_VERSION = 1
 
-    def __init__(self, cfg: MonitorConfig | None = None) -> None:
+    def __init__(self, cfg: MonitorConfig | None = None, trajectories_per_step: int | None = None) -> None:
         self.cfg = cfg if cfg is not None else MonitorConfig()
         self.rollbacks_used = 0
         self.last_step: int | None = None
         self._states: dict[str, _RuleState] = {name: _RuleState() for name in self.cfg.rules}
+        # Steps per block (`MonitorConfig.min_trajectories`); unknown trajectories per step: every step alone.
+        self.block_steps = 1 if not trajectories_per_step else max(
+            1, math.ceil(self.cfg.min_trajectories / trajectories_per_step))
+        self._pending: list[dict[str, float]] = []  # the current block's rows, reduced to the rules' keys
 
     # -- decisions -------------------------------------------------------------------------------
 
@@ -275,16 +284,37 @@ class CollapseMonitor:
         return action
 
     def update(self, step: int, metrics: Mapping[str, Any]) -> list[MonitorEvent]:
-        """Feed one step's metrics row; return the rules that fire at this step (usually none)."""
+        """Feed one step's metrics row; return the rules that fire at this step (usually none). The nonfinite rule
+        reads every row; the others read the mean of each block of `block_steps` rows, at the block's last step."""
         self.last_step = int(step)
         if not self.cfg.enabled:
             return []
+        block: Mapping[str, Any] | None = metrics
+        if self.block_steps > 1:
+            keys = {k for rule in self.cfg.rules.values() if rule.kind != "nonfinite" for k in rule.metrics}
+            row: dict[str, float] = {}
+            for key in keys:
+                found = _first_finite(metrics, (key,))
+                if found is not None:
+                    row[key] = found[1]
+            self._pending.append(row)
+            block = None
+            if len(self._pending) >= self.block_steps:
+                means: dict[str, float] = {}
+                for key in keys:
+                    values = [pending[key] for pending in self._pending if key in pending]
+                    means[key] = sum(values) / len(values) if values else math.nan
+                block = means
+                self._pending = []
         events: list[MonitorEvent] = []
         for name, rule in self.cfg.rules.items():
             if not rule.enabled:
                 continue
+            read = metrics if rule.kind == "nonfinite" else block
+            if read is None:
+                continue
             state = self._states.setdefault(name, _RuleState())
-            event = self._check(name, rule, state, int(step), metrics)
+            event = self._check(name, rule, state, int(step), read)
             if event is not None:
                 events.append(event)
         return events
@@ -326,7 +356,10 @@ class CollapseMonitor:
             return None
         if not state.fires(step, rule.patience):
             return None
-        what = f"moving average over {rule.window} steps of {metric}" if rule.kind == "drop_from_best" else metric
+        unit = "steps" if self.block_steps == 1 else f"blocks of {self.block_steps} steps"
+        what = f"moving average over {rule.window} {unit} of {metric}" if rule.kind == "drop_from_best" else metric
+        if rule.kind != "drop_from_best" and self.block_steps > 1:
+            what = f"{metric} (mean over the last {self.block_steps} steps)"
         basis = ""
         if rule.kind == "above_early_median":
             basis = f" (= {rule.threshold:g} x median of its first {rule.baseline_steps} values)"
@@ -372,6 +405,7 @@ class CollapseMonitor:
         """
         self.rollbacks_used += 1
         self.last_step = int(step)
+        self._pending = []
         for state in self._states.values():
             state.reset_streak()
             state.recent = []
@@ -385,6 +419,7 @@ class CollapseMonitor:
             "rollbacks_used": self.rollbacks_used,
             "last_step": self.last_step,
             "rules": {name: asdict(state) for name, state in self._states.items()},
+            "pending": [dict(row) for row in self._pending],
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -396,6 +431,7 @@ class CollapseMonitor:
         self.rollbacks_used = int(state.get("rollbacks_used", 0))
         last = state.get("last_step")
         self.last_step = None if last is None else int(last)
+        self._pending = [dict(row) for row in state.get("pending", [])]
         known = {f.name for f in fields(_RuleState)}
         saved = state.get("rules", {})
         self._states = {}

@@ -129,7 +129,7 @@ def build(cfg: Config, run_dir: Path, *, console: bool = True, clock: Callable[[
         retriever=retriever, val_retrievers=val_retrievers, tokenizer=tokenizer, model=model,
         objective=build_objective_from(cfg), optimizer=optimizer,
         engine=RolloutEngine(backend, tokenizer, retriever, cfg.protocol, cfg.rollout),
-        monitor=CollapseMonitor(cfg.monitor), budget=budget, probe=probe,
+        monitor=CollapseMonitor(cfg.monitor, cfg.derived.trajectories_per_step), budget=budget, probe=probe,
     )
 
 
