@@ -125,7 +125,7 @@ def figure(found: list[dict], window: int) -> bytes:
                 xs, ys = (zip(*f["dev"]) if f["dev"] else ((), ())) if key == "dev" else (f["updates"], f[key])
                 ax.plot(list(xs), list(ys), color=colour, linewidth=1.2, alpha=0.8,
                         marker="o" if key == "dev" else None, markersize=3,
-                        label=f"{arm} ({len(members)} seeds)" if i == 0 else None)
+                        label=f"{arm} ({len(members)} seed{'s' if len(members) > 1 else ''})" if i == 0 else None)
         if key == "valid":
             ax.axhline(COLLAPSE_FORMAT_BELOW, color="grey", linestyle=":", linewidth=1)
         ax.set_title(title, fontsize=10)
