@@ -6,7 +6,8 @@ The first corpus keeps its passage ids (its questions' gold passage ids still po
 every later corpus get their ids prefixed with that corpus's folder name (`hotpotqa_distractor:0`), since the
 datasets number their passages alike. Passages whose text is already in the pool are dropped. Every input is
 read and checked before OUT is written, atomically; OUT is refused if it exists (pass --overwrite) or is an input.
-Use it as `searchrl eval --retriever OUT.jsonl` (docs/real-data.md, "Harder retrieval").
+Use it as `searchrl eval --retriever OUT.jsonl`, or `examples/real_data_evals.sh RUN NQ --pool OUT.jsonl` for a
+finished `nq_cpu` run's start and final models on its test part over the pool, paired.
 """
 
 from __future__ import annotations
