@@ -30,12 +30,13 @@ from pathlib import Path
 
 import yaml
 
-from searchrl.analysis.report import COLLAPSE_FORMAT_BELOW, RunData, _finite, arms, load_run
+from searchrl.analysis.monitor import default_rules
+from searchrl.analysis.report import COLLAPSE_FORMAT_BELOW, RunData, _finite, arms, load_run, moving_average
 from searchrl.errors import DataError
 from searchrl.fileio import atomic_write_bytes, atomic_write_text
 
 
-ANSWER_COLLAPSE = 1 / 3  # the monitor's `answer_collapse` threshold (searchrl.analysis.monitor)
+ANSWER_COLLAPSE = default_rules()["answer_collapse"].threshold  # the monitor's rule, read from it
 
 
 def trajectories_per_step(run: RunData) -> int:
@@ -51,9 +52,7 @@ def trajectories_per_step(run: RunData) -> int:
 
 def windowed(values: list[float], per_step: int, window: int) -> list[float]:
     """Mean over the last `window` trajectories (the last ceil(window / per_step) steps, fewer at the start)."""
-    steps = max(1, math.ceil(window / per_step))
-    return [sum(values[max(0, i - steps + 1) : i + 1]) / len(values[max(0, i - steps + 1) : i + 1])
-            for i in range(len(values))]
+    return moving_average(values, max(1, math.ceil(window / per_step)))
 
 
 def read(run: RunData, window: int) -> dict:
@@ -89,8 +88,8 @@ def read(run: RunData, window: int) -> dict:
             "gain": (gain.get("em_gain", math.nan), gain.get("ci_low", math.nan), gain.get("ci_high", math.nan))}
 
 
-def _f(x: float | None, digits: int = 3) -> str:
-    return "–" if x is None or not _finite(x) else f"{x:+.{digits}f}" if digits == 3 and x < 0 else f"{x:.{digits}f}"
+def _em(x: float) -> str:
+    return f"{x:.3f}" if _finite(x) else "–"
 
 
 def table(found: list[dict], window: int) -> str:
@@ -104,7 +103,7 @@ def table(found: list[dict], window: int) -> str:
         g = f["gain"]
         lines.append(f"| {f['name']} | {f['per_step']} | {f['steps']} | {f['total_updates']:.0f} | {f['dead_steps']} | "
                      f"{collapse} | {f['min_answered']:.2f} | {f['min_valid']:.2f} | {dev} | "
-                     f"{_f(f['test'][0])} → {_f(f['test'][1])} | {g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}] |")
+                     f"{_em(f['test'][0])} → {_em(f['test'][1])} | {g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}] |")
     return head + "\n".join(lines) + "\n"
 
 

@@ -273,7 +273,8 @@ class CollapseMonitor:
         # Steps per block (`MonitorConfig.min_trajectories`); unknown trajectories per step: every step alone.
         self.block_steps = 1 if not trajectories_per_step else max(
             1, math.ceil(self.cfg.min_trajectories / trajectories_per_step))
-        self._pending: list[dict[str, float]] = []  # the current block's rows, reduced to the rules' keys
+        self._block_keys = {k for rule in self.cfg.rules.values() if rule.kind != "nonfinite" for k in rule.metrics}
+        self._pending: list[dict[str, float]] = []  # the current block's rows, reduced to `_block_keys`
 
     # -- decisions -------------------------------------------------------------------------------
 
@@ -291,9 +292,8 @@ class CollapseMonitor:
             return []
         block: Mapping[str, Any] | None = metrics
         if self.block_steps > 1:
-            keys = {k for rule in self.cfg.rules.values() if rule.kind != "nonfinite" for k in rule.metrics}
             row: dict[str, float] = {}
-            for key in keys:
+            for key in self._block_keys:
                 found = _first_finite(metrics, (key,))
                 if found is not None:
                     row[key] = found[1]
@@ -301,7 +301,7 @@ class CollapseMonitor:
             block = None
             if len(self._pending) >= self.block_steps:
                 means: dict[str, float] = {}
-                for key in keys:
+                for key in self._block_keys:
                     values = [pending[key] for pending in self._pending if key in pending]
                     means[key] = sum(values) / len(values) if values else math.nan
                 block = means
@@ -356,10 +356,13 @@ class CollapseMonitor:
             return None
         if not state.fires(step, rule.patience):
             return None
-        unit = "steps" if self.block_steps == 1 else f"blocks of {self.block_steps} steps"
-        what = f"moving average over {rule.window} {unit} of {metric}" if rule.kind == "drop_from_best" else metric
-        if rule.kind != "drop_from_best" and self.block_steps > 1:
+        if rule.kind == "drop_from_best":
+            unit = "steps" if self.block_steps == 1 else f"blocks of {self.block_steps} steps"
+            what = f"moving average over {rule.window} {unit} of {metric}"
+        elif self.block_steps > 1:
             what = f"{metric} (mean over the last {self.block_steps} steps)"
+        else:
+            what = metric
         basis = ""
         if rule.kind == "above_early_median":
             basis = f" (= {rule.threshold:g} x median of its first {rule.baseline_steps} values)"
