@@ -164,7 +164,11 @@ def run_searchrl(folder: Path, args: list[str]) -> int:
     """Any `searchrl` command with the real default model there (after the parts' calls), e.g. the collapse study:
     `gpu_demo.py exec .gpu_demo -- compare --config collapse_drift --jobs 10 train.device=cuda ...`."""
     env = {**_env(folder), "SEARCHRL_CACHE": os.environ.get("SEARCHRL_CACHE", str(STAGE / "cache"))}
-    return subprocess.run([sys.executable, "-m", "searchrl.cli", *args], env=env).returncode
+    process = subprocess.Popen([sys.executable, "-m", "searchrl.cli", *args], env=env)
+    try:
+        return process.wait()
+    except KeyboardInterrupt:  # Ctrl-C (or gpu_collapse.sh's deadline) reached searchrl too: it ends its runs
+        return process.wait()
 
 
 def run(folder: Path, out: Path, seeds: list[int], eval_seed: int | None, extra: list[str], parallel: bool,

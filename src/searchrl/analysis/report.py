@@ -71,10 +71,14 @@ RATIO_PANELS = (
     Panel("log-ratio drift (mu + sigma^2/2)", ("diag/log_ratio_drift",), "drift"),
     Panel("share of ratios below 0.5", ("diag/is_ratio_lt_0.5",), "share of tokens"),
     Panel("ratio mean, tokens with advantage >= 0 (ISDD)", ("diag/is_ratio_mean/nonneg_adv",), "mean ratio"),
+    Panel("share of advantage >= 0 tokens with ratio < 1 - eps (ISDD)", ("diag/isdd_share",), "share of tokens"),
+    Panel("mean ratio of those tokens", ("diag/isdd_ratio_mean",), "mean ratio"),
 )
 LLD_PANELS = (
     Panel("positive-advantage trajectories", ("diag/ll_pos",), "mean log-likelihood"),
     Panel("negative-advantage trajectories", ("diag/ll_neg",), "mean log-likelihood"),
+    Panel("fixed probe set (oracle dev trajectories, log.probe_trajectories)", ("diag/probe_ll",),
+          "mean log-likelihood"),
 )
 
 
@@ -836,8 +840,9 @@ def write_report(
     figures.append((
         "lld",
         "Lazy likelihood displacement (LLDS Figs. 2, 9a): mean per-token log-likelihood under the rollout policy "
-        "of positive- and negative-advantage trajectories. LLDS reports a falling positive curve before GRPO "
-        "collapses.",
+        "of positive- and negative-advantage trajectories (each step's own samples), and of a fixed probe set "
+        "of correct trajectories, the same every step (`log.probe_trajectories`). LLDS reports a falling positive "
+        "curve before GRPO collapses.",
         _plot_panels(plotted, LLD_PANELS, colours, notes, "Likelihood of positive and negative trajectories"),
     ))
     figures.append((
@@ -849,7 +854,8 @@ def write_report(
     figures.append((
         "ratio",
         "Importance ratio by turn kind and SAPO's drift: Proposition 1 predicts the drift concentrates on the "
-        "search-action tokens, and the 5th percentile falls before the mean does.",
+        "search-action tokens, and the 5th percentile falls before the mean does. ISDD as SAPO measures it: the "
+        "share of advantage >= 0 tokens whose ratio fell below 1 - eps, and their mean ratio.",
         _plot_panels(plotted, RATIO_PANELS, colours, notes, "Importance ratio detail (SAPO Prop. 1)"),
     ))
 
