@@ -185,3 +185,10 @@ def test_a_run_config_saved_before_a_key_was_retired_still_loads(tmp_path) -> No
     raw["train"]["debug_inject_nan_step"] = 2
     with pytest.raises(ConfigError, match="debug_inject_nan_step"):
         config_from_dict(raw)
+
+
+def test_a_curriculum_length_without_its_types_is_refused_with_the_key():
+    with pytest.raises(ConfigError, match=r"^data.train_types_steps: 20 steps of a curriculum needs .*data.train_types"):
+        load_config("demo", ["data.train_types_steps=20"])
+    cfg = load_config("world_multihop", ["data.train_types_steps=20"])
+    assert cfg.data.train_types == ("bridge",) and cfg.data.train_types_steps == 20

@@ -104,6 +104,10 @@ class DataConfig:
         (), "train only on questions whose metadata.type is one of these (the world's single-hop, bridge, "
         "comparison; HotpotQA's bridge, comparison): a curriculum; validation and test keep every type. Empty: all",
     )
+    train_types_steps: int | None = setting(
+        None, "RL steps that sample only data.train_types; the steps after them sample every type (a two-phase "
+        "curriculum). null: data.train_types for every step", ge=1,
+    )
 
 
 @dataclass(frozen=True)
@@ -539,6 +543,9 @@ def _check_consistency(cfg: Config) -> None:
             f"train.micro_batch_size ({t.micro_batch_size}) must divide train.mini_batch_size ({t.mini_batch_size}); "
             f"allowed values: {', '.join(map(str, _divisors(t.mini_batch_size)))}"
         )
+    if cfg.data.train_types_steps is not None and not cfg.data.train_types:
+        raise ConfigError(f"data.train_types_steps: {cfg.data.train_types_steps} steps of a curriculum needs the "
+                          "types those steps sample: set data.train_types (e.g. [bridge]) or leave it null")
     s = cfg.sft
     if s.micro_batch_size > s.batch_size or s.batch_size % s.micro_batch_size:
         raise ConfigError(

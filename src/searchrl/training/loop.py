@@ -59,6 +59,7 @@ from searchrl.training.policy import (
     trainable_parameters,
 )
 from searchrl.training.state import (
+    CurriculumSampler,
     QuestionSampler,
     RunInterrupted,
     StopTraining,
@@ -97,6 +98,11 @@ def build(cfg: Config, run_dir: Path, *, console: bool = True, clock: Callable[[
     if not questions:
         types = f" of type {list(cfg.data.train_types)} (data.train_types)" if cfg.data.train_types else ""
         raise SearchRLError(f"data.train: '{cfg.data.train}' ({cfg.data.train_split}) has no questions{types}")
+    sampler: QuestionSampler | CurriculumSampler = QuestionSampler(questions, cfg.train.batch_size, cfg.seed)
+    if cfg.data.train_types_steps is not None:  # the curriculum's second phase: every type
+        every_type = QuestionSampler(train_source.questions[: cfg.data.max_train_questions], cfg.train.batch_size,
+                                     cfg.seed)
+        sampler = CurriculumSampler(sampler, every_type, cfg.data.train_types_steps)
     val, test = validation_sources(cfg), test_sources(cfg)
     retriever = build_retriever(cfg, train_source)
     val_retrievers = {s.name: retriever for s in (*val, *(test or ()))
@@ -125,7 +131,7 @@ def build(cfg: Config, run_dir: Path, *, console: bool = True, clock: Callable[[
                         static_decode=cfg.rollout.cuda_graphs and device.type == "cuda")
     return Trainer(
         cfg=cfg, run_dir=run_dir, device=device, logger=logger, train_source=train_source,
-        sampler=QuestionSampler(questions, cfg.train.batch_size, cfg.seed), val_sources=val, test_sources=test,
+        sampler=sampler, val_sources=val, test_sources=test,
         retriever=retriever, val_retrievers=val_retrievers, tokenizer=tokenizer, model=model,
         objective=build_objective_from(cfg), optimizer=optimizer,
         engine=RolloutEngine(backend, tokenizer, retriever, cfg.protocol, cfg.rollout),

@@ -94,6 +94,22 @@ class QuestionSampler:
 
 
 @dataclass
+class CurriculumSampler:
+    """`data.train_types_steps`: steps 1..`steps` draw from `first` (the questions of `data.train_types`), the later
+    steps from `rest` (every training question), each in its own seeded epochs; the data cursor counts both."""
+
+    first: QuestionSampler
+    rest: QuestionSampler
+    steps: int
+
+    def cursor(self, step: int) -> int:
+        return self.first.cursor(step)
+
+    def batch(self, step: int) -> list[Question]:
+        return self.first.batch(step) if step <= self.steps else self.rest.batch(step - self.steps)
+
+
+@dataclass
 class TrainerState:
     """Everything besides weights and optimiser that a checkpoint restores."""
 
@@ -127,7 +143,7 @@ class Trainer:
     device: torch.device
     logger: RunLogger
     train_source: DataSource
-    sampler: QuestionSampler
+    sampler: QuestionSampler | CurriculumSampler
     val_sources: list[DataSource]
     test_sources: list[DataSource] | None  # None: the start and final evaluations use the validation split
     retriever: Retriever
