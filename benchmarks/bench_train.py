@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import json
 import os
 import resource
@@ -106,16 +107,9 @@ def _questions(args: argparse.Namespace) -> list[list[Any]]:
     return [sampler.batch(step) for step in range(1, args.steps + 1)]
 
 
-def worker_searchrl(args: argparse.Namespace) -> dict:
-    import searchrl.models
-    from searchrl.errors import ConfigError
-    from searchrl.rollout.engine import RolloutEngine
-    from searchrl.training import loop
-    from searchrl.training.config import load_config
-    from searchrl.training.logger import read_jsonl
-
-    run = Path(tempfile.mkdtemp(prefix="bench_searchrl_"))
-    overrides = [
+def searchrl_overrides(args: argparse.Namespace, run: Path, algorithm: str) -> list[str]:
+    """searchrl's settings for the benchmark's work (the module docstring), its run folder `run`."""
+    return [
         f"run.dir={run}", "run.overwrite=true", f"seed={args.seed}", f"train.steps={args.steps}",
         "train.device=cpu",  # a CPU benchmark, as TRL's side (use_cpu=True), even on a machine with a GPU
         f"train.batch_size={args.batch_size}", f"train.group_size={args.group_size}",
@@ -130,23 +124,41 @@ def worker_searchrl(args: argparse.Namespace) -> dict:
         "rollout.top_p=1.0", "rollout.top_k=0", "rollout.greedy=false",
         f"protocol.instruction={json.dumps(instruction(args))}", f"protocol.assistant_prefix={PREFIX}",
         "protocol.use_chat_template=false", "reward.metric=em",
-        f"algorithm.name={args.algorithm}", "algorithm.kl_coef=0", "algorithm.entropy_coef=0",
+        f"algorithm.name={algorithm}", "algorithm.kl_coef=0", "algorithm.entropy_coef=0",
         "val.at_start=false", "val.untrained=false", "val.every=0", "val.max_questions=1", "checkpoint.every=0",
         "checkpoint.export_final=false", "log.tensorboard=false", "log.samples_every=0", "log.console=false",
     ]
-    # --compare-src runs this worker on an older searchrl: a key it predates is dropped when its value is what that
-    # code did anyway (it had no device setting and ran on the CPU), and any other unknown key stays an error.
-    predates = {"train.device=cpu"}
+
+
+def load_bench_config(package: Any, overrides: list[str]) -> Any:
+    """`package`'s demo config with `overrides` (package: `searchrl`, or an older copy under another name).
+
+    --compare-src runs an older searchrl: a key it predates is dropped when its value is what that code did anyway
+    (it had no device setting and ran on the CPU), and any other unknown key stays an error."""
+    config = importlib.import_module(f"{package.__name__}.training.config")
+    errors = importlib.import_module(f"{package.__name__}.errors")
+    overrides, predates = list(overrides), {"train.device=cpu"}
     while True:
         try:
-            cfg = load_config("demo", overrides)
-            break
-        except ConfigError as exc:
+            return config.load_config("demo", overrides)
+        except errors.ConfigError as exc:
             dropped = [o for o in overrides if o in predates and f"'{o.split('=')[0]}'" in str(exc)]
             if not dropped:
                 raise
-            print(f"searchrl at {Path(searchrl.__file__).parent} predates {dropped[0]}: dropped", file=sys.stderr)
+            print(f"searchrl at {Path(package.__file__).parent} predates {dropped[0]}: dropped", file=sys.stderr)
             overrides.remove(dropped[0])
+
+
+def worker_searchrl(args: argparse.Namespace) -> dict:
+    import searchrl.models
+    from searchrl.errors import ConfigError
+    from searchrl.rollout.engine import RolloutEngine
+    from searchrl.training import loop
+    from searchrl.training.config import load_config
+    from searchrl.training.logger import read_jsonl
+
+    run = Path(tempfile.mkdtemp(prefix="bench_searchrl_"))
+    cfg = load_bench_config(searchrl, searchrl_overrides(args, run, args.algorithm))
     if not args.same_stop:
         load_policy_with_fixed_lengths()  # every completion runs to its budget (workload.fix_lengths)
     if args.unfused_adamw:  # the optimiser searchrl used before this benchmark: the per-tensor AdamW loop

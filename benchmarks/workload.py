@@ -71,21 +71,23 @@ def fix_lengths(model: Any, tokenizer: Any) -> Any:
     return model
 
 
-def load_policy_with_fixed_lengths() -> Any:
-    """Make `searchrl.models.load_policy` return models with `fix_lengths` applied (the trainer looks it up at call
-    time); returns the original, for the caller to put back."""
+def load_policy_with_fixed_lengths(models: Any = None) -> Any:
+    """Make `models.load_policy` (by default `searchrl.models`; bench_step_paired.py also passes an older copy's
+    module) return models with `fix_lengths` applied (the trainer looks it up at call time); returns the original,
+    for the caller to put back."""
     import functools
 
-    import searchrl.models
+    if models is None:
+        import searchrl.models as models
 
-    load_policy = searchrl.models.load_policy
+    load_policy = models.load_policy
 
     @functools.wraps(load_policy)
     def load_fixed(*a: Any, **k: Any) -> Any:
         model, tokenizer = load_policy(*a, **k)
         return fix_lengths(model, tokenizer), tokenizer
 
-    searchrl.models.load_policy = load_fixed
+    models.load_policy = load_fixed
     return load_policy
 
 
