@@ -125,7 +125,8 @@ def searchrl_overrides(args: argparse.Namespace, run: Path, algorithm: str) -> l
         f"protocol.instruction={json.dumps(instruction(args))}", f"protocol.assistant_prefix={PREFIX}",
         "protocol.use_chat_template=false", "reward.metric=em",
         f"algorithm.name={algorithm}", "algorithm.kl_coef=0", "algorithm.entropy_coef=0",
-        "val.at_start=false", "val.untrained=false", "val.every=0", "val.max_questions=1", "checkpoint.every=0",
+        "val.at_start=false", "val.untrained=false", "val.every=0", "val.max_questions=1", "val.test_max_questions=1",
+        "checkpoint.every=0",
         "checkpoint.export_final=false", "log.tensorboard=false", "log.samples_every=0", "log.console=false",
     ]
 

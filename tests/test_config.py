@@ -190,5 +190,5 @@ def test_a_run_config_saved_before_a_key_was_retired_still_loads(tmp_path) -> No
 def test_a_curriculum_length_without_its_types_is_refused_with_the_key():
     with pytest.raises(ConfigError, match=r"^data.train_types_steps: 20 steps of a curriculum needs .*data.train_types"):
         load_config("demo", ["data.train_types_steps=20"])
-    cfg = load_config("world_multihop", ["data.train_types_steps=20"])
+    cfg = load_config("world_multihop", ["data.train_types_steps=20"])  # the recipe: 30
     assert cfg.data.train_types == ("bridge",) and cfg.data.train_types_steps == 20

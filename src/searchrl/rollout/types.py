@@ -45,9 +45,10 @@ class Trajectory:
     extras: dict = field(default_factory=dict)
 
 
-# A common prefix shorter than this is computed with each sequence rather than in a forward of its own: on a CPU,
-# 8 shared tokens of a few prompts save more compute than one more forward call costs (docs/benchmarks.md).
-MIN_SHARED_PREFIX = 8
+# A common prefix shorter than this is computed with each sequence rather than in a forward of its own: below it
+# the extra forward costs more than it saves (docs/benchmarks.md, "The shared-prefix threshold": with 8, a 12-token
+# template took one more forward per rollout and slowed small RL steps by about a third).
+MIN_SHARED_PREFIX = 16
 
 
 def common_prefix_len(sequences: Sequence[Sequence[int]]) -> int:
