@@ -152,10 +152,8 @@ def load_bench_config(package: Any, overrides: list[str]) -> Any:
 
 def worker_searchrl(args: argparse.Namespace) -> dict:
     import searchrl.models
-    from searchrl.errors import ConfigError
     from searchrl.rollout.engine import RolloutEngine
     from searchrl.training import loop
-    from searchrl.training.config import load_config
     from searchrl.training.logger import read_jsonl
 
     run = Path(tempfile.mkdtemp(prefix="bench_searchrl_"))
