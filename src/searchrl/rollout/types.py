@@ -46,8 +46,8 @@ class Trajectory:
 
 
 # A common prefix shorter than this is computed with each sequence rather than in a forward of its own: below it
-# the extra forward costs more than it saves (docs/benchmarks.md, "The shared-prefix threshold": with 8, a 12-token
-# template took one more forward per rollout and slowed small RL steps by about a third).
+# the extra forward costs more than it saves (docs/benchmarks.md, "The shared-prefix threshold": with 8, a template
+# of about a dozen tokens took one more forward per rollout, and a small RL step was 1.47x as long).
 MIN_SHARED_PREFIX = 16
 
 
