@@ -10,7 +10,8 @@ the same questions. One JSON object; the run's config gives the model, prompt, b
 
 For a comparison at equal wall time, choose `--epochs` so that `sft_seconds` (loading included) comes out at
 `rl_seconds`: one epoch is ceil(984 / sft.batch_size) = 62 updates, and an update's seconds are the machine's
-(9.6-10.3 s at two threads on a 2-core Xeon with AMX, so the demo's 592 s of RL bought 0.89 epochs).
+(on a 2-core Xeon with AMX at two threads, 56 updates took 557 s and 72 took 762 s, loading included: the demo's
+592 s of RL bought 0.89 epochs).
 """
 
 from __future__ import annotations
