@@ -209,6 +209,22 @@ def test_real_sample_folders_load(qa_samples: Path) -> None:
     assert {q.metadata["type"] for q in hotpot.questions} == {"bridge", "comparison"}
 
 
+def test_nq_outside_shares_no_question_or_passage_with_nq_oracle() -> None:
+    """The outside-the-folder NQ test set (examples/build_nq_outside.py) is disjoint from the folder nq_cpu trains
+    on, loads whole as a test split, and every question's gold passage holds one of its answers."""
+    fixtures = Path(__file__).parent / "fixtures" / "qa"  # shipped, whatever SEARCHRL_TEST_DATA says
+    outside = load_source(str(fixtures / "nq_outside"))
+    assert outside.split == "test" and len(outside.questions) == 492
+    folder = [json.loads(line) for line in (fixtures / "nq_oracle" / "questions.jsonl").open()]
+    assert not {q.question for q in outside.questions} & {q["question"] for q in folder}
+    passages = {p["id"]: p for p in map(json.loads, (fixtures / "nq_outside" / "corpus.jsonl").open())}
+    folder_texts = {p["text"] for p in map(json.loads, (fixtures / "nq_oracle" / "corpus.jsonl").open())}
+    assert len(passages) == 979 and not {p["text"] for p in passages.values()} & folder_texts
+    for q in outside.questions:
+        gold = passages[q.metadata["gold_doc_id"]]["contents"].lower()
+        assert any(answer.lower() in gold for answer in q.golden_answers), q.id
+
+
 def test_unknown_specs_explain_what_is_accepted(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="no such file or folder"):
         load_source(str(tmp_path / "nope.jsonl"))
