@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
+
+from searchrl.fileio import atomic_write_text
 
 QUESTION_ROWS = range(1000, 1500)
 CORPUS_ROWS = range(1000, 2000)
@@ -35,12 +35,7 @@ def read_rows(path: Path) -> list[dict]:
 
 
 def write_jsonl(path: Path, records: list[dict]) -> None:
-    """Atomic: a temporary file in the same folder, then a rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        for record in records:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records))
 
 
 def main() -> None:
