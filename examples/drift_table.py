@@ -35,14 +35,14 @@ def run_row(run: Path) -> str:
     entropy = [r.get("diag/entropy") for r in rows]
     isdd = max(_finite(r.get("diag/isdd_share") for r in rows), default=float("nan"))
     probe = [r.get("diag/probe_ll") for r in rows]
-    dev = [(r["step"], r["val/world/em"]) for r in rows if _finite([r.get("val/world/em")])]
+    dev = _finite(r.get("val/world/em") for r in rows)  # the steps with a dev evaluation
     start = summary["evals"]["start"]["world"]["em"]
     final = summary["evals"]["final"]["world"]["em"]
     gain = summary["gain"]["world"]
     return (f"| {summary['algorithm']}, seed {run.name.rsplit('-s', 1)[-1]} | {len(rows)} | {moved:.0f} of {updates:.0f} "
             f"| {dead} | {answered:.2f} | {_mean(entropy[:5]):.2f} → {_mean(entropy[-10:]):.2f} | {isdd:.3f} "
-            f"| {_mean(probe[:5]):.2f}, {max(_finite(probe)):.2f}, {_mean(probe[-10:]):.2f} "
-            f"| {', '.join(f'{em:.2f}' for _, em in dev)} | {start:.3f} → {final:.3f} "
+            f"| {_mean(probe[:5]):.2f}, {max(_finite(probe), default=float('nan')):.2f}, {_mean(probe[-10:]):.2f} "
+            f"| {', '.join(f'{em:.2f}' for em in dev)} | {start:.3f} → {final:.3f} "
             f"| {gain['em_gain']:+.3f} [{gain['ci_low']:+.3f}, {gain['ci_high']:+.3f}] |")
 
 

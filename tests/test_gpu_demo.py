@@ -4,9 +4,6 @@ joined and checked there. A wrong join would only show on a loan, which is short
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import json
 import shutil
 import subprocess
 import sys
@@ -22,15 +19,10 @@ CALL_LIMIT = 64 * 2**20  # bytes one call carries: the working tree and the carr
 
 
 def _prepared(folder: Path, payload: bytes, parts: int) -> None:
-    """What `prepare` writes for the model, for `payload` standing in for the GGUF (no wheels)."""
-    for k, piece in enumerate(gpu_demo.cut(gzip.compress(payload), parts), start=1):
-        (folder / f"part{k}").mkdir(parents=True)
-        (folder / f"part{k}" / f"gguf.gz.{k}").write_bytes(piece)
-    last = folder / f"part{parts}"
-    (last / "__init__.py").write_text("# the package\n")
-    manifest = {"gguf": "model.gguf", "sha256": hashlib.sha256(payload).hexdigest(), "bytes": len(payload),
-                "parts": parts}
-    (last / "manifest.json").write_text(json.dumps(manifest))
+    """What `prepare` writes for the model, with `payload` standing in for the GGUF (no wheels)."""
+    init_py = folder.parent / "init_source.py"
+    init_py.write_text("# the package\n")
+    gpu_demo.write_parts(folder, payload, "model.gguf", init_py, parts)
 
 
 @pytest.mark.parametrize("parts", [1, 2, 3, 5])
