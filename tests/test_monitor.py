@@ -297,3 +297,71 @@ def test_the_block_size_follows_from_the_trajectories_per_step() -> None:
     assert CollapseMonitor(MonitorConfig(), trajectories_per_step=64).block_steps == 1
     assert CollapseMonitor(MonitorConfig(), trajectories_per_step=48).block_steps == 2
     assert CollapseMonitor(MonitorConfig.from_dict({"min_trajectories": 1}), trajectories_per_step=8).block_steps == 1
+
+
+def test_empty_searches_fires_at_the_first_recorded_step_of_the_committed_placeholder_run() -> None:
+    """Off-policy GRPO seed 3 of the on-policy control (results/collapse/onpolicy-control/grpo-offpolicy-s3, its
+    samples as committed: every trajectory of steps 4, 8 and 12) searched for the instruction's placeholder word
+    `query`, which the world's BM25 index does not hold: `env/empty_search_share`, computed from those trajectories
+    as the trainer computes it, is 54/55, 61/61 and 64/64, and the rule fires at step 4, once. `answer_collapse`
+    missed this run (answered 0.30 against a best of 0.80)."""
+    from searchrl.training.logger import read_jsonl
+    from searchrl.training.metrics import empty_search_share
+    from searchrl.training.sft import read_trajectories
+
+    run = Path(__file__).resolve().parents[1] / "results" / "collapse" / "onpolicy-control" / "grpo-offpolicy-s3"
+    shares = {step: empty_search_share(read_trajectories(run / "samples" / f"step_{step:04d}.jsonl"))
+              for step in (4, 8, 12)}
+    assert shares == {4: pytest.approx(54 / 55), 8: 1.0, 12: 1.0}
+    monitor = CollapseMonitor(only("empty_searches"))
+    events = [e for step, share in shares.items() for e in monitor.update(step, {"env/empty_search_share": share})]
+    assert [(e.step, e.rule, e.metric) for e in events] == [(4, "empty_searches", "env/empty_search_share")]
+    assert "most searches retrieved nothing" in events[0].message
+    answered = [row["env/answered"] for row in read_jsonl(run / "metrics.jsonl")]
+    assert feed(CollapseMonitor(only("answer_collapse")), "env/answered", answered) == []
+
+
+def test_empty_search_share_counts_executed_searches_only() -> None:
+    """An executed search that found nothing counts; a search in the final turn (not executed), a search that ended
+    on a retrieval error, and answers do not; no executed search at all is NaN (not applicable), so the rule does
+    not observe that step."""
+    from searchrl.data import Question
+    from searchrl.rollout import Trajectory
+    from searchrl.rollout.types import Turn
+    from searchrl.training.metrics import empty_search_share
+
+    def trajectory(turns: list[Turn], finish: str = "answer") -> Trajectory:
+        return Trajectory(Question("q", "q?", ["a"], "world"), "g", [1], [2], [1], [0.0], turns, None,
+                          sum(t.query is not None for t in turns), finish)
+
+    found = Turn("x</search>", "", "search", query="Drarun Bank", doc_ids=["479"], docs=["..."])
+    empty = Turn("query</search>", "", "search", query="query")
+    not_executed = Turn("y</search>", "", "search")  # the final turn's search: query stays None
+    answer = Turn("<answer>a</answer>", "", "answer")
+    assert empty_search_share([trajectory([found, answer]), trajectory([empty, answer])]) == 0.5
+    assert empty_search_share([trajectory([found, not_executed], "max_turns")]) == 0.0
+    assert empty_search_share([trajectory([found, empty], "retrieval_error")]) == 0.0
+    assert math.isnan(empty_search_share([trajectory([answer]), trajectory([not_executed], "max_turns")]))
+    assert feed(CollapseMonitor(only("empty_searches")), "env/empty_search_share", [NAN, 0.0, 0.5, NAN]) == []
+
+
+def test_healthy_searches_over_the_world_retrieve_and_the_placeholder_does_not() -> None:
+    """The premise of `empty_searches`, on the real pieces: the world's oracle trajectories replayed through the
+    rollout engine with the demo's BM25 index (the searches a healthy agent makes: an entity's name) all retrieve
+    a passage holding the answer, so the share is 0 and the rule is quiet; the placeholder `query` retrieves
+    nothing."""
+    from searchrl.data import load_source
+    from searchrl.models import default_tokenizer
+    from searchrl.training.config import load_config
+    from searchrl.training.metrics import empty_search_share
+    from searchrl.training.sft import oracle_trajectories
+    from searchrl.training.state import build_retriever
+
+    cfg = load_config("demo", ["protocol.assistant_prefix=<search>", "rollout.max_turn_tokens=24"])
+    source = load_source("world", split="train")
+    retriever = build_retriever(cfg, source)
+    data = oracle_trajectories(source, default_tokenizer(), retriever, cfg.protocol, cfg.rollout, limit=16, think=False)
+    assert len(data.trajectories) >= 12
+    assert empty_search_share(data.trajectories) == 0.0
+    assert retriever.search(["query"], topk=cfg.rollout.topk) == [[]]
+    assert feed(CollapseMonitor(only("empty_searches")), "env/empty_search_share", [0.0] * 5) == []

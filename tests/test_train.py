@@ -100,7 +100,8 @@ def test_tiny_run_end_to_end_writes_the_run_folder(tiny_model, tmp_path):
     documented = {"reward/mean", "actor/pg_loss", "actor/ppo_kl", "actor/grad_norm", "actor/penalty",
                   "time/rollout_s", "time/update_s", "time/step_s",
                   "actor/nonfinite_skips", "val/world/em", "val/world/em_ci_low", "val/world/em_ci_high"}
-    documented |= set(all_diagnostic_keys()) | {"train/dead_step", "actor/zero_grad_updates"}
+    documented |= set(all_diagnostic_keys()) | {"train/dead_step", "actor/zero_grad_updates",
+                                                 "env/empty_search_share", "env/answer_in_retrieval"}
     documented |= {f"diag/{n}_active" for n in policy_loss_names("penalty")}
     for row in rows:
         assert documented <= set(row), documented - set(row)

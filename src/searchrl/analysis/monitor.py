@@ -129,6 +129,13 @@ def default_rules() -> dict[str, RuleConfig]:
             description="searches per trajectory fell by a fifth from their best (the agent stops searching: "
                         "measured in docs/experiments.md, SAPO at lr 2e-5 went from 1.5 to 1.0 searches)",
         ),
+        "empty_searches": RuleConfig(
+            kind="above", metrics=("env/empty_search_share",), threshold=0.5, patience=1,
+            description="most searches retrieved nothing (the agent searches for a word the corpus does not hold: "
+                        "measured in docs/experiments.md, an off-policy GRPO run searched for the instruction's "
+                        "placeholder `query` and other words the corpus lacks: 54 of its 55 searches at step 4 retrieved "
+                        "nothing, and it answered without evidence)",
+        ),
         "nonfinite": RuleConfig(
             kind="nonfinite", metrics=("actor/pg_loss", "actor/grad_norm", "diag/grad_norm", "diag/nonfinite_count"),
             threshold=0.0,

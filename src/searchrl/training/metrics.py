@@ -64,6 +64,23 @@ def _mean(values: Sequence[float]) -> float:
     return sum(finite) / len(finite) if finite else NAN
 
 
+def empty_search_share(trajectories: Sequence[Trajectory]) -> float:
+    """Share of the executed searches whose retrieval returned no passage (NaN when none was executed). A lexical
+    retriever returns nothing for a query none of whose words is in the corpus: an agent that searches for the
+    instruction's placeholder (`<search>query</search>`) reads empty `<information>` blocks (docs/experiments.md,
+    the on-policy control's off-policy seed 3). A search that ended on a retrieval error is not counted."""
+    executed = empty = 0
+    for tr in trajectories:
+        for k, turn in enumerate(tr.turns):
+            if turn.action != "search" or turn.query is None:
+                continue  # not executed: the final turn's search, or no search
+            if tr.finish_reason == "retrieval_error" and k == len(tr.turns) - 1:
+                continue
+            executed += 1
+            empty += not turn.doc_ids
+    return empty / executed if executed else NAN
+
+
 def step_metrics(
     trajectories: Sequence[Trajectory],
     *,
@@ -103,6 +120,8 @@ def step_metrics(
     m["env/f1"] = sum(float(x.get("f1", 0.0)) for x in extras) / n
     m["env/answered"] = sum(tr.answer is not None for tr in trajectories) / n
     m["env/retrieval_errors"] = float(sum(tr.finish_reason == "retrieval_error" for tr in trajectories))
+    m["env/empty_search_share"] = empty_search_share(trajectories)
+    m["env/answer_in_retrieval"] = sum(bool(x.get("answer_in_retrieval", False)) for x in extras) / n
     m["response/sampled_length_mean"] = sum(sum(tr.response_mask) for tr in trajectories) / n
 
     # Diagnostics: token-level ones averaged over the micro-batches of all updates, rollout-level ones once.
