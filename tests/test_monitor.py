@@ -365,3 +365,36 @@ def test_healthy_searches_over_the_world_retrieve_and_the_placeholder_does_not()
     assert empty_search_share(data.trajectories) == 0.0
     assert retriever.search(["query"], topk=cfg.rollout.topk) == [[]]
     assert feed(CollapseMonitor(only("empty_searches")), "env/empty_search_share", [0.0] * 5) == []
+
+
+def test_val_drop_measures_from_the_start_of_rl_and_fires_on_the_committed_placeholder_run() -> None:
+    """Off-policy GRPO seed 3's dev EM went 0.44 (start of RL) -> 0.08 at step 3: with the start-of-RL validation as
+    its first observation, val_drop fires at step 3; without it, step 3 would be the best so far and nothing would
+    fire. It is quiet on the other four off-policy seeds and on the five on-policy ones (their dev EM never fell
+    below half its best), and it reads every validation row even when the other rules read blocks."""
+    from searchrl.training.logger import read_jsonl
+
+    runs = Path(__file__).resolve().parents[1] / "results" / "collapse" / "onpolicy-control"
+
+    def events_of(run: str, trajectories_per_step: int | None = None, start: bool = True) -> list[MonitorEvent]:
+        summary = json.loads((runs / run / "summary.json").read_text())
+        monitor = CollapseMonitor(only("val_drop"), trajectories_per_step=trajectories_per_step)
+        if start:
+            monitor.observe_start({"val/score": summary["val"]["start"]["world"]["em"]})
+        return [e for row in read_jsonl(runs / run / "metrics.jsonl")
+                for e in monitor.update(row["step"], {"val/score": row["val/world/em"]})]
+
+    events = events_of("grpo-offpolicy-s3")
+    assert [(e.step, e.rule) for e in events] == [(3, "val_drop")]
+    assert events[0].value == pytest.approx(0.08) and events[0].threshold == pytest.approx(0.22)
+    assert events_of("grpo-offpolicy-s3", start=False) == []
+    assert [e.step for e in events_of("grpo-offpolicy-s3", trajectories_per_step=8)] == [3]
+    for run in [f"grpo-{arm}-s{s}" for arm in ("offpolicy", "onpolicy") for s in range(5)]:
+        if run != "grpo-offpolicy-s3":
+            assert events_of(run, trajectories_per_step=64 if "off" in run else 8) == [], run
+    # The start observation alone cannot fire, and a disabled monitor ignores it.
+    monitor = CollapseMonitor(only("val_drop"))
+    monitor.observe_start({"val/score": 0.5})
+    assert monitor.update(1, {"val/score": NAN}) == [] and monitor.update(2, {"val/score": 0.3}) == []
+    assert [e.step for e in monitor.update(3, {"val/score": 0.2})] == [3]
+    CollapseMonitor(MonitorConfig(enabled=False)).observe_start({"val/score": 0.5})

@@ -93,7 +93,8 @@ def test_tiny_run_end_to_end_writes_the_run_folder(tiny_model, tmp_path):
 
     run = tmp_path / "run"
     # Sampling at T = 1.5: the trainer must score tokens under softmax(logits / T), as they were sampled.
-    cfg = load_config("demo", tiny_overrides(tiny_model, run, train__ppo_epochs=2, rollout__temperature=1.5))
+    cfg = load_config("demo", tiny_overrides(tiny_model, run, train__ppo_epochs=2, rollout__temperature=1.5,
+                                             val__at_start="true"))
     summary = train(cfg, console=False)
     rows = read_jsonl(run / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2, 3]
@@ -101,7 +102,7 @@ def test_tiny_run_end_to_end_writes_the_run_folder(tiny_model, tmp_path):
                   "time/rollout_s", "time/update_s", "time/step_s",
                   "actor/nonfinite_skips", "val/world/em", "val/world/em_ci_low", "val/world/em_ci_high"}
     documented |= set(all_diagnostic_keys()) | {"train/dead_step", "actor/zero_grad_updates",
-                                                 "env/empty_search_share", "env/answer_in_retrieval"}
+                                                 "env/empty_search_share", "env/answer_in_retrieval", "val/score"}
     documented |= {f"diag/{n}_active" for n in policy_loss_names("penalty")}
     for row in rows:
         assert documented <= set(row), documented - set(row)
@@ -114,6 +115,11 @@ def test_tiny_run_end_to_end_writes_the_run_folder(tiny_model, tmp_path):
         # CPU's auto), measured 2e-7. 5e-3 holds both ways: >10x above the noise, 8x below the error.
         assert row["diag/sampler_logprob_gap"] < 5e-3
     assert math.isnan(rows[0]["val/world/em"]) and not math.isnan(rows[-1]["val/world/em"])
+    assert rows[-1]["val/score"] == rows[-1]["val/world/em"]  # one validation dataset: its EM
+    # The monitor's val_drop rule took the start-of-RL validation as its first observation (observe_start).
+    monitor = json.loads((run / "checkpoints" / "step_000000" / "state.json").read_text())["monitor"]
+    assert monitor["rules"]["val_drop"]["observed"] == 1
+    assert monitor["rules"]["val_drop"]["best"] == summary["val"]["start"]["world"]["em"]
     assert sorted(p.name for p in (run / "samples").iterdir()) == ["step_0001.jsonl", "step_0002.jsonl", "step_0003.jsonl"]
     sample = json.loads((run / "samples" / "step_0001.jsonl").read_text().splitlines()[0])
     assert "response_text" in sample and len(sample["response_ids"]) == len(sample["response_mask"])

@@ -12,6 +12,7 @@ in docs/metrics.md), and acts on `strongest_action(events)`:
 
     monitor = CollapseMonitor(cfg.monitor)                             # once, at start
     monitor.load_state_dict(checkpoint["monitor"])                     # on resume
+    monitor.observe_start(start_of_rl_validation_row)                  # once, before step 1 (val_drop's start)
     events = monitor.update(step, row)                                 # every step, after logging `row`
     append_events(run_dir / "events.jsonl", events)
     action = strongest_action(events)                                  # None, "warn", "rollback" or "stop"
@@ -136,6 +137,12 @@ def default_rules() -> dict[str, RuleConfig]:
                         "placeholder `query` and other words the corpus lacks: 54 of its 55 searches at step 4 retrieved "
                         "nothing, and it answered without evidence)",
         ),
+        "val_drop": RuleConfig(
+            kind="drop_from_best", metrics=("val/score",), threshold=0.5, window=1, warmup=0,
+            description="validation EM fell below half its best, the start of RL included (the report's collapse "
+                        "rule; measured in docs/experiments.md, an off-policy GRPO run's dev EM went from 0.44 to "
+                        "0.08 at step 3)",
+        ),
         "nonfinite": RuleConfig(
             kind="nonfinite", metrics=("actor/pg_loss", "actor/grad_norm", "diag/grad_norm", "diag/nonfinite_count"),
             threshold=0.0,
@@ -255,6 +262,11 @@ class _RuleState:
         return True
 
 
+def reads_every_row(rule: RuleConfig) -> bool:
+    """The nonfinite rule and the rules on validation keys (`val/…`) read each step's row, never block means."""
+    return rule.kind == "nonfinite" or all(key.startswith("val/") for key in rule.metrics)
+
+
 def _first_finite(metrics: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, float] | None:
     for key in keys:
         if key in metrics:
@@ -280,7 +292,7 @@ class CollapseMonitor:
         # Steps per block (`MonitorConfig.min_trajectories`); unknown trajectories per step: every step alone.
         self.block_steps = 1 if not trajectories_per_step else max(
             1, math.ceil(self.cfg.min_trajectories / trajectories_per_step))
-        self._block_keys = {k for rule in self.cfg.rules.values() if rule.kind != "nonfinite" for k in rule.metrics}
+        self._block_keys = {k for rule in self.cfg.rules.values() if not reads_every_row(rule) for k in rule.metrics}
         self._pending: list[dict[str, float]] = []  # the current block's rows, reduced to `_block_keys`
 
     # -- decisions -------------------------------------------------------------------------------
@@ -293,7 +305,8 @@ class CollapseMonitor:
 
     def update(self, step: int, metrics: Mapping[str, Any]) -> list[MonitorEvent]:
         """Feed one step's metrics row; return the rules that fire at this step (usually none). The nonfinite rule
-        reads every row; the others read the mean of each block of `block_steps` rows, at the block's last step."""
+        reads every row, as do the rules on validation keys (`val/…`: a validation already covers many
+        questions); the others read the mean of each block of `block_steps` rows, at the block's last step."""
         self.last_step = int(step)
         if not self.cfg.enabled:
             return []
@@ -317,7 +330,7 @@ class CollapseMonitor:
         for name, rule in self.cfg.rules.items():
             if not rule.enabled:
                 continue
-            read = metrics if rule.kind == "nonfinite" else block
+            read = metrics if reads_every_row(rule) else block
             if read is None:
                 continue
             state = self._states.setdefault(name, _RuleState())
@@ -325,6 +338,15 @@ class CollapseMonitor:
             if event is not None:
                 events.append(event)
         return events
+
+    def observe_start(self, metrics: Mapping[str, Any]) -> None:
+        """The start-of-RL validation (step 0, before any update): the rules on validation keys take it as their
+        first observation, so a drop is measured from it (no rule can fire on a first observation)."""
+        if not self.cfg.enabled:
+            return
+        for name, rule in self.cfg.rules.items():
+            if rule.enabled and rule.kind != "nonfinite" and reads_every_row(rule):
+                self._check(name, rule, self._states.setdefault(name, _RuleState()), 0, metrics)
 
     def _check(
         self, name: str, rule: RuleConfig, state: _RuleState, step: int, metrics: Mapping[str, Any]

@@ -58,6 +58,7 @@ from searchrl.training.state import (
     TrainerState,
     record_validation,
     save,
+    val_metrics,
     validate,
     validation_score,
 )
@@ -348,6 +349,7 @@ def _start(t: Trainer) -> None:
         val_start = start if t.test_sources is None else _announce(t, validate(t, "start"), "starting point of RL")
         t.state.evals["val_start"] = val_start
         t.state.best_score, t.state.best_step = validation_score(val_start), 0
+        t.monitor.observe_start(val_metrics(t, val_start))  # val_drop measures a fall from the start of RL
     t.abortable = True
     save(t, best=cfg.val.at_start)
     if cfg.checkpoint.export_final:

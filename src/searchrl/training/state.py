@@ -295,10 +295,11 @@ def validate(t: Trainer, label: str, *, test: bool = False, limit: int | None = 
 
 
 def val_metrics(t: Trainer, result: dict[str, Any] | None) -> dict[str, float]:
-    """`val/<dataset>/<metric>` keys, and `val/<dataset>/em/<type>` for each question type the validation split holds
-    (the world's single-hop, bridge, comparison); NaN on steps without validation."""
+    """`val/score` (the model-selection score, `validation_score`), `val/<dataset>/<metric>` keys, and
+    `val/<dataset>/em/<type>` for each question type the validation split holds (the world's single-hop, bridge,
+    comparison); NaN on steps without validation."""
     keys = ("em", "em_ci_low", "em_ci_high", "f1", "f1_ci_low", "f1_ci_high", "searches", "format_valid")
-    out = {}
+    out = {"val/score": validation_score(result) if result else NAN}
     for name, types in t.val_types.items():
         entry = (result or {}).get("datasets", {}).get(name, {})
         for key in keys:
