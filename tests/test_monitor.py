@@ -398,3 +398,32 @@ def test_val_drop_measures_from_the_start_of_rl_and_fires_on_the_committed_place
     assert monitor.update(1, {"val/score": NAN}) == [] and monitor.update(2, {"val/score": 0.3}) == []
     assert [e.step for e in monitor.update(3, {"val/score": 0.2})] == [3]
     CollapseMonitor(MonitorConfig(enabled=False)).observe_start({"val/score": 0.5})
+
+
+def test_val_drop_fires_on_the_committed_runs_whose_dev_em_collapsed_and_on_no_other() -> None:
+    """Every committed run with a start-of-RL validation (results/): val_drop, fed that validation and then each
+    row's dev EM, fires on exactly the runs whose dev EM fell below half its best (the collapse study's GRPO seeds
+    0-1, CalibAdv seeds 0-2 and LLDS seed 2, and the control's off-policy seed 3), at the step of that fall; never on
+    the drift regime's 150-step runs, the demo's or the multi-hop recipe's."""
+    from searchrl.training.logger import read_jsonl
+
+    results = Path(__file__).resolve().parents[1] / "results"
+    fired: dict[str, int] = {}
+    checked = 0
+    for metrics in sorted(results.rglob("metrics.jsonl")):
+        summary_path = metrics.parent / "summary.json"
+        start = json.loads(summary_path.read_text()).get("val", {}).get("start") if summary_path.is_file() else None
+        if not start:
+            continue
+        checked += 1
+        monitor = CollapseMonitor(only("val_drop"))
+        monitor.observe_start({"val/score": sum(v["em"] for v in start.values()) / len(start)})
+        for row in read_jsonl(metrics):
+            ems = [v for k, v in row.items() if k.startswith("val/") and k.endswith("/em") and k.count("/") == 2]
+            for event in monitor.update(row["step"], {"val/score": sum(ems) / len(ems) if ems else NAN}):
+                fired.setdefault(str(metrics.parent.relative_to(results)), event.step)
+    assert checked >= 70  # 76 runs when this test was written
+    assert fired == {
+        "collapse/grpo-s0": 3, "collapse/grpo-s1": 3, "collapse/calibadv-s0": 3, "collapse/calibadv-s1": 3,
+        "collapse/calibadv-s2": 9, "collapse/llds-s2": 3, "collapse/onpolicy-control/grpo-offpolicy-s3": 3,
+    }
