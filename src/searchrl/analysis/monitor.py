@@ -132,10 +132,10 @@ def default_rules() -> dict[str, RuleConfig]:
         ),
         "empty_searches": RuleConfig(
             kind="above", metrics=("env/empty_search_share",), threshold=0.5, patience=1,
-            description="most searches retrieved nothing (the agent searches for a word the corpus does not hold: "
-                        "measured in docs/experiments.md, an off-policy GRPO run searched for the instruction's "
-                        "placeholder `query` and other words the corpus lacks: 54 of its 55 searches at step 4 retrieved "
-                        "nothing, and it answered without evidence)",
+            description="most searches retrieved nothing (the agent searches for words the corpus does not hold: "
+                        "measured in docs/experiments.md, an off-policy GRPO run took to searching the instruction's "
+                        "placeholder `query`; 54 of its 55 searches at step 4 retrieved nothing, and it answered "
+                        "without evidence)",
         ),
         "val_drop": RuleConfig(
             kind="drop_from_best", metrics=("val/score",), threshold=0.5, window=1, warmup=0,
