@@ -403,8 +403,9 @@ def test_val_drop_measures_from_the_start_of_rl_and_fires_on_the_committed_place
 def test_val_drop_fires_on_the_committed_runs_whose_dev_em_collapsed_and_on_no_other() -> None:
     """Every committed run with a start-of-RL validation (results/): val_drop, fed that validation and then each
     row's dev EM, fires on exactly the runs whose dev EM fell below half its best (the collapse study's GRPO seeds
-    0-1, CalibAdv seeds 0-2 and LLDS seed 2, and the control's off-policy seed 3), at the step of that fall; never on
-    the drift regime's 150-step runs, the demo's or the multi-hop recipe's."""
+    0-1, CalibAdv seeds 0-2 and LLDS seed 2; in the on-policy control's setting GRPO seed 3, LLDS seeds 1, 2 and 4
+    and SAPO seed 1), at the step of that fall; never on the drift regime's 150-step runs, the demo's or the
+    multi-hop recipe's. A new committed run whose dev EM falls below half belongs in this list."""
     from searchrl.training.logger import read_jsonl
 
     results = Path(__file__).resolve().parents[1] / "results"
@@ -426,4 +427,6 @@ def test_val_drop_fires_on_the_committed_runs_whose_dev_em_collapsed_and_on_no_o
     assert fired == {
         "collapse/grpo-s0": 3, "collapse/grpo-s1": 3, "collapse/calibadv-s0": 3, "collapse/calibadv-s1": 3,
         "collapse/calibadv-s2": 9, "collapse/llds-s2": 3, "collapse/onpolicy-control/grpo-offpolicy-s3": 3,
+        "collapse/onpolicy-control/llds-offpolicy-s1": 3, "collapse/onpolicy-control/llds-offpolicy-s2": 12,
+        "collapse/onpolicy-control/llds-offpolicy-s4": 12, "collapse/onpolicy-control/sapo-offpolicy-s1": 12,
     }
