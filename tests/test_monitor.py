@@ -423,7 +423,7 @@ def test_val_drop_fires_on_the_committed_runs_whose_dev_em_collapsed_and_on_no_o
             ems = [v for k, v in row.items() if k.startswith("val/") and k.endswith("/em") and k.count("/") == 2]
             for event in monitor.update(row["step"], {"val/score": sum(ems) / len(ems) if ems else NAN}):
                 fired.setdefault(str(metrics.parent.relative_to(results)), event.step)
-    assert checked >= 70  # 76 runs when this test was written
+    assert checked >= 80  # 86 runs when this test was written
     assert fired == {
         "collapse/grpo-s0": 3, "collapse/grpo-s1": 3, "collapse/calibadv-s0": 3, "collapse/calibadv-s1": 3,
         "collapse/calibadv-s2": 9, "collapse/llds-s2": 3, "collapse/onpolicy-control/grpo-offpolicy-s3": 3,
