@@ -407,6 +407,7 @@ def test_val_drop_fires_on_the_committed_runs_whose_dev_em_collapsed_and_on_no_o
     and SAPO seed 1), at the step of that fall; never on the drift regime's 150-step runs, the demo's or the
     multi-hop recipe's. A new committed run whose dev EM falls below half belongs in this list."""
     from searchrl.training.logger import read_jsonl
+    from searchrl.training.state import validation_score
 
     results = Path(__file__).resolve().parents[1] / "results"
     fired: dict[str, int] = {}
@@ -418,10 +419,11 @@ def test_val_drop_fires_on_the_committed_runs_whose_dev_em_collapsed_and_on_no_o
             continue
         checked += 1
         monitor = CollapseMonitor(only("val_drop"))
-        monitor.observe_start({"val/score": sum(v["em"] for v in start.values()) / len(start)})
-        for row in read_jsonl(metrics):
-            ems = [v for k, v in row.items() if k.startswith("val/") and k.endswith("/em") and k.count("/") == 2]
-            for event in monitor.update(row["step"], {"val/score": sum(ems) / len(ems) if ems else NAN}):
+        monitor.observe_start({"val/score": validation_score({"datasets": start})})
+        for row in read_jsonl(metrics):  # these rows predate `val/score`: the trainer's score of their dev EMs
+            datasets = {k.split("/")[1]: {"em": v} for k, v in row.items()
+                        if k.startswith("val/") and k.endswith("/em") and k.count("/") == 2}
+            for event in monitor.update(row["step"], {"val/score": validation_score({"datasets": datasets})}):
                 fired.setdefault(str(metrics.parent.relative_to(results)), event.step)
     assert checked >= 80  # 86 runs when this test was written
     assert fired == {

@@ -262,9 +262,14 @@ class _RuleState:
         return True
 
 
+def reads_validation(rule: RuleConfig) -> bool:
+    """The rule reads validation keys (`val/…`) only: a validation already covers many questions."""
+    return all(key.startswith("val/") for key in rule.metrics)
+
+
 def reads_every_row(rule: RuleConfig) -> bool:
-    """The nonfinite rule and the rules on validation keys (`val/…`) read each step's row, never block means."""
-    return rule.kind == "nonfinite" or all(key.startswith("val/") for key in rule.metrics)
+    """The nonfinite rule and the rules on validation keys read each step's row, never block means."""
+    return rule.kind == "nonfinite" or reads_validation(rule)
 
 
 def _first_finite(metrics: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, float] | None:
@@ -345,7 +350,7 @@ class CollapseMonitor:
         if not self.cfg.enabled:
             return
         for name, rule in self.cfg.rules.items():
-            if rule.enabled and rule.kind != "nonfinite" and reads_every_row(rule):
+            if rule.enabled and rule.kind != "nonfinite" and reads_validation(rule):
                 self._check(name, rule, self._states.setdefault(name, _RuleState()), 0, metrics)
 
     def _check(
