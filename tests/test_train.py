@@ -144,6 +144,49 @@ def test_tiny_run_end_to_end_writes_the_run_folder(tiny_model, tmp_path):
         assert torch.equal(value, saved[name])
 
 
+def test_step_without_advantage_false_steps_only_where_an_advantage_is_nonzero(tiny_model, tmp_path, monkeypatch):
+    """The Adam-steps control: LLDS with `train.step_without_advantage=false` steps on exactly the mini-batches
+    whose rows carry an advantage (the ones GRPO steps on); the others run their forward but no backward."""
+    from searchrl.training import loop
+    from searchrl.training.run import train
+
+    steps, plans, signal_groups = [], [], []
+    real_step, real_plan = torch.optim.AdamW.step, loop.minibatch_plan
+
+    def counting_step(self, *a, **k):
+        steps.append(1)
+        return real_step(self, *a, **k)
+
+    def recording_plan(group_ids, cfg, step):
+        plans.append((list(group_ids), real_plan(group_ids, cfg, step)))
+        return plans[-1][1]
+
+    def one_group_with_spread(trajectories, reward_cfg):
+        # The first group's first trajectory is right, everything else wrong: one group with an advantage per step.
+        first = trajectories[0].group_id
+        signal_groups.append(first)
+        for i, tr in enumerate(trajectories):
+            tr.reward = float(i == 0)
+        return [tr.reward for tr in trajectories]
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", counting_step)
+    monkeypatch.setattr(loop, "minibatch_plan", recording_plan)
+    monkeypatch.setattr(loop, "score_trajectories", one_group_with_spread)
+    cfg = load_config("demo", tiny_overrides(tiny_model, tmp_path / "run", train__steps=2, train__batch_size=3,
+                                             train__group_size=2, train__mini_batch_size=2, train__micro_batch_size=1,
+                                             train__ppo_epochs=2, rollout__max_turns=1, checkpoint__every=0,
+                                             algorithm__name="llds", train__step_without_advantage="false",
+                                             train__lr="1e-2", log__samples_every=0))
+    train(cfg, console=False)
+    # Groups kept together, a mini-batch is one group: per step and epoch, 1 mini-batch of 3 has the advantage.
+    expected = sum(1 for (group_ids, plan), first in zip(plans, signal_groups) for epoch in plan for mini in epoch
+                   if any(group_ids[r] == first for micro in mini for r in micro))
+    assert expected == 2 * 2
+    assert len(steps) == expected
+    rows = read_jsonl(tmp_path / "run" / "metrics.jsonl")
+    assert [r["actor/zero_grad_updates"] for r in rows] == [4.0, 4.0]
+
+
 def test_updates_per_rollout_and_the_loss_mask_follow_the_config(tiny_model, tmp_path, monkeypatch):
     from searchrl.algorithms import Objective
     from searchrl.rollout import RolloutEngine

@@ -152,6 +152,13 @@ class TrainConfig:
         "other in the mini- and micro-batches (verl's and TRL's layout); each forward then computes their shared "
         "prompt once. false: shuffle single trajectories",
     )
+    step_without_advantage: bool = setting(
+        True,
+        "an optimiser update on a mini-batch whose loss tokens all have zero advantage (every group in it "
+        "all-equal): true steps on what the penalties (SAPO, LLDS) and the KL give alone; false skips it, so every "
+        "algorithm steps on the same rule as GRPO, whose gradient there is zero (the Adam-steps control of "
+        "docs/experiments.md)",
+    )
     lr: float = setting(1e-6, "AdamW learning rate", ge=0)
     weight_decay: float = setting(0.0, "AdamW weight decay", ge=0)
     adam_betas: tuple[float, float] = setting((0.9, 0.999), "AdamW betas")

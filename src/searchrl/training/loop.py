@@ -192,6 +192,7 @@ def rl_step(t: Trainer, step: int) -> StepOutput:
         for mini in (m for epoch in plan for m in epoch):
             t.optimizer.zero_grad(set_to_none=True)
             finite = True
+            learn = cfg.train.step_without_advantage or has_advantage(advantages, loss_mask, mini)
             with forward.update():
                 for micro in mini:
                     rows = torch.tensor(micro, device=t.device)
@@ -210,12 +211,13 @@ def rl_step(t: Trainer, step: int) -> StepOutput:
                     )
                     loss = t.objective.loss(policy_batch)  # base loss + penalties + KL − entropy  [ALGO]
                     finite &= bool(torch.isfinite(loss.value))
-                    (loss.value / cfg.derived.grad_accum_steps).backward()
+                    if learn:
+                        (loss.value / cfg.derived.grad_accum_steps).backward()
                     record.add_micro_batch(policy_batch, loss)
             grad_norm = float(torch.nn.utils.clip_grad_norm_(trainable_parameters(t.model),
                                                              cfg.train.max_grad_norm or float("inf")))
-            # A zero gradient (no advantage signal, no penalty acting) does not step AdamW, which would otherwise
-            # move the weights on its momentum alone; a non-finite one is skipped and counted.
+            # A zero gradient (no advantage signal, no penalty acting, or `learn` off) does not step AdamW, which
+            # would otherwise move the weights on its momentum alone; a non-finite one is skipped and counted.
             stepped = finite and math.isfinite(grad_norm) and grad_norm > 0
             if stepped:
                 t.optimizer.step()
@@ -231,6 +233,12 @@ def rl_step(t: Trainer, step: int) -> StepOutput:
     metrics["diag/probe_ll"] = probe_ll
     metrics.update({"time/rollout_s": rollout_s, "time/update_s": update_s, "time/step_s": clock() - start})
     return StepOutput(metrics, trajectories)
+
+
+def has_advantage(advantages: torch.Tensor, loss_mask: torch.Tensor, mini: Sequence[Sequence[int]]) -> bool:
+    """Whether any loss token of the mini-batch's rows carries a nonzero advantage (GRPO's gradient is zero if not)."""
+    rows = torch.tensor([r for micro in mini for r in micro], device=advantages.device)
+    return bool(((advantages[rows] != 0) & (loss_mask[rows] > 0)).any())
 
 
 def reference_log_probs(t: Trainer, forward: StepForward, plan: list, loss_mask: torch.Tensor) -> torch.Tensor:
