@@ -155,9 +155,9 @@ class TrainConfig:
     step_without_advantage: bool = setting(
         True,
         "an optimiser update on a mini-batch whose loss tokens all have zero advantage (every group in it "
-        "all-equal): true steps on what the penalties (SAPO, LLDS) and the KL give alone; false skips it, so every "
-        "algorithm steps on the same rule as GRPO, whose gradient there is zero (the Adam-steps control of "
-        "docs/experiments.md)",
+        "all-equal): true steps on what the penalties (SAPO, LLDS) and the KL term give alone; false skips it, so "
+        "every algorithm steps where plain GRPO (no KL term), whose gradient there is zero, would (the Adam-steps "
+        "control of docs/experiments.md)",
     )
     lr: float = setting(1e-6, "AdamW learning rate", ge=0)
     weight_decay: float = setting(0.0, "AdamW weight decay", ge=0)
