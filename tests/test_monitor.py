@@ -404,9 +404,9 @@ def test_val_drop_fires_on_the_committed_runs_whose_dev_em_collapsed_and_on_no_o
     """Every committed run with a start-of-RL validation (results/): val_drop, fed that validation and then each
     row's dev EM, fires on exactly the runs whose dev EM fell below half its best (the collapse study's GRPO seeds
     0-1, CalibAdv seeds 0-2 and LLDS seed 2; in the on-policy control's setting GRPO seed 3, LLDS seeds 1, 2 and 4
-    and SAPO seed 1; LLDS seed 3 and SAPO seed 1 of the Adam-steps control), at the step of that fall; never on the drift regime's
-    150-step runs, the demo's or the multi-hop recipe's. A new committed run whose dev EM falls below half belongs
-    in this list."""
+    and SAPO seed 1; LLDS seed 3 and SAPO seed 1 of the Adam-steps control), at the step of that fall; never on the
+    drift regime's 150-step runs, the demo's or the multi-hop recipe's. A new committed run whose dev EM falls
+    below half belongs in this list."""
     from searchrl.training.logger import read_jsonl
     from searchrl.training.state import validation_score
 
