@@ -146,7 +146,7 @@ def test_tiny_run_end_to_end_writes_the_run_folder(tiny_model, tmp_path):
 
 def test_step_without_advantage_false_steps_only_where_an_advantage_is_nonzero(tiny_model, tmp_path, monkeypatch):
     """The Adam-steps control: LLDS with `train.step_without_advantage=false` steps on exactly the mini-batches
-    whose rows carry an advantage (the ones GRPO steps on); the others run their forward but no backward."""
+    whose rows carry an advantage (the ones GRPO steps on); the others run their forward (no graph) but no backward."""
     from searchrl.training import loop
     from searchrl.training.run import train
 
@@ -169,9 +169,18 @@ def test_step_without_advantage_false_steps_only_where_an_advantage_is_nonzero(t
             tr.reward = float(i == 0)
         return [tr.reward for tr in trajectories]
 
+    graph_forwards = []  # (step, rows) of every forward that builds an autograd graph
+    real_forward = loop.StepForward.__call__
+
+    def recording_forward(self, rows, **k):
+        if torch.is_grad_enabled():
+            graph_forwards.append((len(plans), list(rows)))
+        return real_forward(self, rows, **k)
+
     monkeypatch.setattr(torch.optim.AdamW, "step", counting_step)
     monkeypatch.setattr(loop, "minibatch_plan", recording_plan)
     monkeypatch.setattr(loop, "score_trajectories", one_group_with_spread)
+    monkeypatch.setattr(loop.StepForward, "__call__", recording_forward)
     cfg = load_config("demo", tiny_overrides(tiny_model, tmp_path / "run", train__steps=2, train__batch_size=3,
                                              train__group_size=2, train__mini_batch_size=2, train__micro_batch_size=1,
                                              train__ppo_epochs=2, rollout__max_turns=1, checkpoint__every=0,
@@ -185,6 +194,12 @@ def test_step_without_advantage_false_steps_only_where_an_advantage_is_nonzero(t
     assert len(steps) == expected
     rows = read_jsonl(tmp_path / "run" / "metrics.jsonl")
     assert [r["actor/zero_grad_updates"] for r in rows] == [4.0, 4.0]
+    # The skipped mini-batches' forwards build no graph: only the signal group's rows (2 per update) are forwarded
+    # with gradient.
+    assert len(graph_forwards) == 2 * expected
+    for step_no, rows_forwarded in graph_forwards:
+        group_ids, _ = plans[step_no - 1]
+        assert all(group_ids[r] == signal_groups[step_no - 1] for r in rows_forwarded)
 
 
 def test_updates_per_rollout_and_the_loss_mask_follow_the_config(tiny_model, tmp_path, monkeypatch):

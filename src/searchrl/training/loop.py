@@ -193,7 +193,8 @@ def rl_step(t: Trainer, step: int) -> StepOutput:
             t.optimizer.zero_grad(set_to_none=True)
             finite = True
             learn = cfg.train.step_without_advantage or has_advantage(advantages, loss_mask, mini)
-            with forward.update():
+            # A mini-batch that will not step still runs its forward (metrics, π_old reuse), without a graph.
+            with forward.update(), torch.set_grad_enabled(learn):
                 for micro in mini:
                     rows = torch.tensor(micro, device=t.device)
                     if loss_mask[rows].sum() == 0:  # nothing to learn (observation tokens or excluded rows)
