@@ -195,6 +195,23 @@ def test_a_full_disk_during_a_save_keeps_the_earlier_checkpoints(tmp_path, monke
     load_checkpoint(first, model=_model(0))
 
 
+def test_a_full_disk_while_writing_the_weights_is_a_checkpoint_write_error(tmp_path, monkeypatch):
+    """safetensors reports a full disk as its own exception type (seen on a full /tmp during a study's runs)."""
+    from safetensors import SafetensorError
+
+    first = _save(tmp_path, 1)
+
+    def full_disk(*args, **kwargs):
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(checkpoint, "save_file", full_disk)
+    with pytest.raises(CheckpointWriteError, match=r"cannot write checkpoint .*step_000002 \(.*os error 28.*\); earlier"):
+        _save(tmp_path, 2)
+    monkeypatch.undo()
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step_000001"]
+    assert latest_checkpoint(tmp_path) == first
+
+
 def test_truncate_jsonl_keeps_rows_up_to_the_step_and_drops_a_torn_line(tmp_path):
     path = tmp_path / "metrics.jsonl"
     rows = [{"step": s, "v": s * 1.5} for s in range(1, 6)]

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from searchrl.errors import SearchRLError
@@ -301,7 +302,8 @@ def save_checkpoint(
         atomic_write_json(tmp / MANIFEST_FILE, _manifest(tmp))  # last: sizes and hashes of the files as written
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, (OSError, RuntimeError)):  # torch.save reports a full disk as a RuntimeError
+        # torch.save reports a full disk as a RuntimeError, safetensors as a SafetensorError ("... os error 28")
+        if isinstance(exc, (OSError, RuntimeError, SafetensorError)):
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"write failed: {str(exc)[:200]}"
             raise CheckpointWriteError(
                 f"cannot write checkpoint {final} ({reason}); earlier checkpoints are untouched"
