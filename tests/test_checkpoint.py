@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from safetensors import SafetensorError
 
 from searchrl.errors import SearchRLError
 from searchrl.fileio import atomic_write_json
@@ -173,43 +174,36 @@ def test_a_resave_killed_between_its_renames_keeps_the_old_copy(tmp_path):
     assert latest_checkpoint(tmp_path) == checkpoint_dir(tmp_path, 1)
 
 
-@pytest.mark.parametrize("failure", [
-    OSError(errno.ENOSPC, "No space left on device"),
-    RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598"),  # torch.save's full disk
+@pytest.mark.parametrize("writer, failure", [
+    ("torch.save", OSError(errno.ENOSPC, "No space left on device")),
+    ("torch.save", RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598")),
+    # safetensors reports a full disk as its own exception type (seen on a full /tmp during a study's runs)
+    ("save_file", SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")),
 ])
-def test_a_full_disk_during_a_save_keeps_the_earlier_checkpoints(tmp_path, monkeypatch, failure):
+def test_a_full_disk_during_a_save_keeps_the_earlier_checkpoints(tmp_path, monkeypatch, writer, failure):
     first = _save(tmp_path, 1)
     real_save = torch.save
 
-    def full_disk(obj, f, *args, **kwargs):
+    def full_disk_torch_save(obj, f, *args, **kwargs):
         if Path(f).name == "rng.pt":
             raise failure
         return real_save(obj, f, *args, **kwargs)
 
-    monkeypatch.setattr(checkpoint.torch, "save", full_disk)
-    with pytest.raises(CheckpointWriteError, match=r"cannot write checkpoint .*step_000002 \(.+\); earlier"):
+    def full_disk_save_file(*args, **kwargs):
+        raise failure
+
+    if writer == "torch.save":
+        monkeypatch.setattr(checkpoint.torch, "save", full_disk_torch_save)
+    else:
+        monkeypatch.setattr(checkpoint, "save_file", full_disk_save_file)
+    with pytest.raises(CheckpointWriteError, match=r"cannot write checkpoint .*step_000002 \(.+\); earlier") as err:
         _save(tmp_path, 2)
+    if writer == "save_file":
+        assert "os error 28" in str(err.value)  # the reason safetensors gave
     monkeypatch.undo()
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step_000001"]  # no temporary folder
     assert latest_checkpoint(tmp_path) == first
     load_checkpoint(first, model=_model(0))
-
-
-def test_a_full_disk_while_writing_the_weights_is_a_checkpoint_write_error(tmp_path, monkeypatch):
-    """safetensors reports a full disk as its own exception type (seen on a full /tmp during a study's runs)."""
-    from safetensors import SafetensorError
-
-    first = _save(tmp_path, 1)
-
-    def full_disk(*args, **kwargs):
-        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
-
-    monkeypatch.setattr(checkpoint, "save_file", full_disk)
-    with pytest.raises(CheckpointWriteError, match=r"cannot write checkpoint .*step_000002 \(.*os error 28.*\); earlier"):
-        _save(tmp_path, 2)
-    monkeypatch.undo()
-    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step_000001"]
-    assert latest_checkpoint(tmp_path) == first
 
 
 def test_truncate_jsonl_keeps_rows_up_to_the_step_and_drops_a_torn_line(tmp_path):
