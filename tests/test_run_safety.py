@@ -165,6 +165,72 @@ def test_a_full_disk_during_a_checkpoint_ends_the_run_with_a_message(tiny_model,
     assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == [1, 2]
 
 
+def test_a_full_disk_during_the_final_export_ends_the_run_with_a_message(tiny_model, tmp_path, capsys, monkeypatch):
+    import transformers.modeling_utils
+    from safetensors import SafetensorError
+
+    run = tmp_path / "run"
+    real_save = transformers.modeling_utils.safe_save_file
+
+    def full_disk(tensors, filename, *args, **kwargs):  # what safetensors raises on a full disk
+        if Path(filename).parent.name == ".tmp-final_model":
+            raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+        return real_save(tensors, filename, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(transformers.modeling_utils, "safe_save_file", full_disk)
+        code, err = train_cli(capsys, tiny_overrides(tiny_model, run, train__steps=2))
+    assert code == 2 and "Traceback" not in err, err
+    assert f"cannot write {run / 'final_model'} (write failed: Error while serializing" in err, err
+    assert f"resume with `searchrl train --resume {run}`" in err
+    assert (run / "start_model").is_dir() and not (run / "final_model").exists()
+    assert not list(run.glob(".tmp-*")) and is_complete(run / "checkpoints" / "step_000002")
+    code, err = train_cli(capsys, ["--resume", str(run)])  # space freed: the run finishes without another step
+    assert code == 0, err
+    assert (run / "final_model" / "config.json").is_file() and (run / "summary.json").is_file()
+    assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == [1, 2]
+
+
+def test_a_run_whose_weights_would_not_fit_is_refused_before_it_writes(tiny_model, tmp_path, capsys, monkeypatch):
+    from searchrl.training import run as run_module
+
+    run = tmp_path / "run"
+    real_usage = run_module.shutil.disk_usage
+    monkeypatch.setattr(run_module.shutil, "disk_usage", lambda path: real_usage(path)._replace(free=1000))
+    code, err = train_cli(capsys, tiny_overrides(tiny_model, run))
+    assert code == 2 and "Traceback" not in err, err
+    assert f"run.dir {run}: this run's weights need about" in err and "its disk has 0.00 GB free" in err, err
+    assert "checkpoint.keep_last=1" in err and not run.exists()
+
+
+def test_the_disk_estimate_covers_what_a_run_writes(tiny_model, tmp_path, monkeypatch):
+    """`disk_needed` is at least the run's weights on disk at their largest (after each checkpoint and at the end),
+    and not wildly more."""
+    from searchrl.training import run as run_module
+    from searchrl.training import state
+    from searchrl.training.config import load_config
+
+    run = tmp_path / "run"
+    estimates, sizes = [], []
+    real_needed, real_save = run_module.disk_needed, state.save_checkpoint
+
+    def weights_on_disk() -> int:
+        return sum(f.stat().st_size for f in run.rglob("*") if f.is_file() and f.suffix in (".safetensors", ".pt"))
+
+    def recording_save(*args, **kwargs):
+        folder = real_save(*args, **kwargs)
+        sizes.append(weights_on_disk())
+        return folder
+
+    monkeypatch.setattr(run_module, "disk_needed", lambda t: estimates.append(real_needed(t)) or estimates[-1])
+    monkeypatch.setattr(state, "save_checkpoint", recording_save)
+    run_module.train(load_config("demo", tiny_overrides(tiny_model, run, train__steps=4, val__at_start="true",
+                                                       val__every=1)), console=False)
+    sizes.append(weights_on_disk())
+    need = sum(estimates[0].values())
+    assert max(sizes) <= need <= 3 * max(sizes), (sizes, estimates)
+
+
 def test_a_kill_between_a_checkpoint_and_its_best_mark_is_repaired_on_resume(tiny_model, tmp_path, monkeypatch):
     from searchrl.training import state
     from searchrl.training.config import load_config

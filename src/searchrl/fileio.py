@@ -63,6 +63,19 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
+def write_failure(exc: BaseException) -> str | None:
+    """Why a write failed, for a message, when `exc` is a failed write (a full disk, no permission); else None.
+
+    torch.save reports a full disk as a RuntimeError and safetensors as a SafetensorError ("... os error 28")."""
+    from safetensors import SafetensorError  # local: this module stays light
+
+    if isinstance(exc, OSError):
+        return exc.strerror or f"write failed: {str(exc)[:200]}"
+    if isinstance(exc, (RuntimeError, SafetensorError)):
+        return f"write failed: {str(exc)[:200]}"
+    return None
+
+
 def check_writable(path: str | Path, what: str, *, folder: bool = False) -> Path:
     """Fail now, not after hours of work, if `path` (a file, or a folder with `folder=True`) cannot be written.
 

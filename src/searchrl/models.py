@@ -384,9 +384,14 @@ def _saved(model: torch.nn.Module, param: torch.nn.Parameter) -> bool:
     return param.requires_grad or not is_lora(model)
 
 
+def saved_parameters(model: torch.nn.Module) -> dict[str, torch.nn.Parameter]:
+    """The parameters a checkpoint holds, by name (tied weights appear once): all of them, or the LoRA adapters."""
+    return {n: p for n, p in model.named_parameters() if _saved(model, p)}
+
+
 def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The weights a checkpoint holds, by name (tied weights appear once): all of them, or the LoRA adapters."""
-    return {n: p.detach().contiguous().cpu() for n, p in model.named_parameters() if _saved(model, p)}
+    """The weights a checkpoint holds (`saved_parameters`), on the CPU."""
+    return {n: p.detach().contiguous().cpu() for n, p in saved_parameters(model).items()}
 
 
 def load_trainable_state(model: torch.nn.Module, tensors: dict[str, torch.Tensor], source: Path) -> None:

@@ -41,11 +41,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from searchrl.errors import SearchRLError
-from searchrl.fileio import atomic_write_json, give_umask_permissions
+from searchrl.fileio import atomic_write_json, give_umask_permissions, write_failure
 from searchrl.fileio import atomic_write_text  # noqa: F401 - re-exported: training/config.py imports it from here
 from searchrl.models import (
     BEST_FILE,
@@ -302,9 +301,8 @@ def save_checkpoint(
         atomic_write_json(tmp / MANIFEST_FILE, _manifest(tmp))  # last: sizes and hashes of the files as written
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        # torch.save reports a full disk as a RuntimeError, safetensors as a SafetensorError ("... os error 28")
-        if isinstance(exc, (OSError, RuntimeError, SafetensorError)):
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"write failed: {str(exc)[:200]}"
+        reason = write_failure(exc)
+        if reason is not None:
             raise CheckpointWriteError(
                 f"cannot write checkpoint {final} ({reason}); earlier checkpoints are untouched"
             ) from exc

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from searchrl.errors import ConfigError
-from searchrl.fileio import give_umask_permissions
+from searchrl.errors import ConfigError, SearchRLError
+from searchrl.fileio import give_umask_permissions, write_failure
 from searchrl.models import is_lora, write_agent_settings
 from searchrl.settings import to_dict
 
@@ -239,12 +239,17 @@ def reference_policy(model: torch.nn.Module) -> Any:
     return use_copy
 
 
+class ExportWriteError(SearchRLError):
+    """A model folder could not be written (full disk, no permission); no half-written folder is left."""
+
+
 def export_policy(model: torch.nn.Module, tokenizer: Any, out_dir: Path, *, protocol: Any = None,
                   rollout: Any = None) -> Path:
     """Save an HF folder (LoRA merged into a copy) atomically: `load_policy(out_dir)` and `searchrl eval` read it.
 
     With `protocol` and `rollout` (the run's config sections), the folder also carries them
-    (`models.AGENT_SETTINGS_FILE`), and `searchrl eval --model out_dir` prompts the agent as it was trained."""
+    (`models.AGENT_SETTINGS_FILE`), and `searchrl eval --model out_dir` prompts the agent as it was trained.
+    A failed write (full disk, no permission) raises `ExportWriteError`; an earlier folder at `out_dir` stays."""
     out_dir = Path(out_dir)
     tmp = out_dir.parent / f".tmp-{out_dir.name}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -257,8 +262,11 @@ def export_policy(model: torch.nn.Module, tokenizer: Any, out_dir: Path, *, prot
         if protocol is not None and rollout is not None:
             write_agent_settings(tmp, to_dict(protocol), to_dict(rollout))
         give_umask_permissions(tmp)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)  # a failed export (full disk) leaves no half-written folder
+        reason = write_failure(exc)
+        if reason is not None:
+            raise ExportWriteError(f"cannot write {out_dir} ({reason})") from exc
         raise
     if out_dir.exists():
         old = out_dir.parent / f".old-{out_dir.name}"

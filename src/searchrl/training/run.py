@@ -3,6 +3,7 @@
     train(cfg)            searchrl train
       lock run.dir; validate it (a fresh run never replaces what is not a run; a resume cleans a killed save)
       build the trainer (loop.build): data, model, ...   everything that can fail on bad input, before any write
+      check that the run's weights fit on the disk (check_free_space)
       fresh: create the folder; untrained evaluation, warm start, start-of-RL evaluations, checkpoint 0
       resume: restore the newest intact checkpoint
       loop.fit: the RL steps
@@ -36,7 +37,7 @@ from rich.table import Table
 from searchrl.errors import SearchRLError
 from searchrl.evaluation.bootstrap import gain_verdict, paired_gain
 from searchrl.fileio import atomic_write_json, check_writable
-from searchrl.models import CHECKPOINTS, cache_dir, checkpoint_dir
+from searchrl.models import CHECKPOINTS, cache_dir, checkpoint_dir, saved_parameters
 from searchrl.training.checkpoint import (
     CheckpointWriteError,
     best_checkpoint,
@@ -50,7 +51,7 @@ from searchrl.training.checkpoint import (
 from searchrl.training.config import Config, save_config
 from searchrl.training.logger import EVENTS_FILE, METRICS_FILE, truncate_jsonl
 from searchrl.training.loop import build, fit
-from searchrl.training.policy import export_policy, trainable_layers
+from searchrl.training.policy import ExportWriteError, export_policy, trainable_layers
 from searchrl.training.sft import examples_needed, oracle_trajectories, read_trajectories, run_sft
 from searchrl.training.state import (
     RunInterrupted,
@@ -115,6 +116,7 @@ def train(cfg: Config, *, resume: bool = False, console: bool = True,
 
         t = build(cfg, run_dir, console=console, clock=clock)  # everything that can fail on bad input
         folder = _restore(t) if resume else None
+        check_free_space(t)
         t.logger.set_start_step(t.state.step)
         created = next((p for p in reversed([run_dir, *run_dir.parents]) if not p.exists()), None)
         try:
@@ -131,7 +133,7 @@ def train(cfg: Config, *, resume: bool = False, console: bool = True,
         except KeyboardInterrupt:
             _on_interrupt(t)
             raise
-        except (CheckpointWriteError, OSError) as exc:
+        except (CheckpointWriteError, ExportWriteError, OSError) as exc:
             if isinstance(exc, OSError) and exc.errno not in _WRITE_ERRNOS:
                 raise
             what = str(exc) if not isinstance(exc, OSError) else f"cannot write {exc.filename or run_dir} ({exc.strerror})"
@@ -146,6 +148,42 @@ def train(cfg: Config, *, resume: bool = False, console: bool = True,
                     shutil.rmtree(created, ignore_errors=True)
                 else:
                     _empty_folder(run_dir)
+
+
+def disk_needed(t: Trainer) -> dict[str, int]:
+    """Bytes a run's weights take on disk at their peak, by part: the model folders (start_model/, final_model/)
+    and the checkpoints alive at once (step 0, the last `checkpoint.keep_last`, the best, and the one being
+    written). A checkpoint holds the saved weights (`saved_parameters`) and AdamW's two moments of the trained
+    ones; step 0's has no moments yet. Logs, metrics and samples are small beside these and not counted."""
+    cfg = t.cfg
+    size = lambda params: sum(p.numel() * p.element_size() for p in params)  # noqa: E731
+    model_bytes = size({p.data_ptr(): p for p in t.model.parameters()}.values())  # tied weights are saved once
+    saved = size(saved_parameters(t.model).values())
+    moments = 2 * size(p for p in saved_parameters(t.model).values() if p.requires_grad)
+    alive = cfg.checkpoint.keep_last + 1 + int(cfg.checkpoint.keep_best)
+    return {
+        "model folders": 2 * model_bytes if cfg.checkpoint.export_final else 0,
+        "checkpoints": saved + alive * (saved + moments),
+    }
+
+
+def check_free_space(t: Trainer) -> None:
+    """Refuse, before anything is written, a run whose weights would not fit on the run folder's disk
+    (`disk_needed`, less what the run folder holds already: a resumed run's own files, or the old run that
+    `run.overwrite` replaces), rather than fail on a full disk halfway through."""
+    run_dir = t.run_dir
+    have = sum(f.stat().st_size for f in run_dir.rglob("*") if f.is_file()) if run_dir.is_dir() else 0
+    parts = disk_needed(t)
+    need = sum(parts.values()) - have
+    free = shutil.disk_usage(next(p for p in [run_dir, *run_dir.parents] if p.exists())).free
+    if need > free:
+        gb = lambda n: f"{n / 1e9:.2f} GB"  # noqa: E731
+        detail = ", ".join(f"{name} {gb(n)}" for name, n in parts.items() if n)
+        raise SearchRLError(
+            f"run.dir {run_dir}: this run's weights need about {gb(need)} more disk space ({detail}) and its disk has "
+            f"{gb(free)} free; free some space, pick a run.dir on another disk, or keep fewer weights "
+            "(checkpoint.keep_last=1, checkpoint.keep_best=false, checkpoint.export_final=false)"
+        )
 
 
 def run_folder(cfg: Config) -> Path:
