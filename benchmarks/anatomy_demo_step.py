@@ -1,0 +1,194 @@
+"""Where the time of one of the demo's RL steps goes, and how close each part runs to this CPU's product rate.
+
+Builds the demo's trainer (`configs/demo.yaml`: its data, model, warm start and sizes), then times RL steps phase by
+phase, with timers wrapped around the functions that do the work (no profiler, so no overhead inside them):
+
+- rollout: prefill (prompts and the observations the environment inserts) and decode (one token per active row
+  per forward, sampling, stop checks; the rollout's time less its prefills);
+- π_old: the no-grad pass over the rows the step's first update does not forward itself (`BehaviourLogProbs`);
+  with `train.train_layers` it also records the frozen lower blocks' outputs, which later forwards reuse;
+- update: the optimiser updates' forwards, their backward passes, and the rest (clipping, AdamW);
+- other: rewards, advantages, metrics (the step's time less the parts above).
+
+It also counts the multiply-adds of every `nn.Linear` call in each phase (forward hooks; the LM head of the
+training log-probs and attention are not counted, so the rates are lower bounds) and times this CPU's float32 and
+bf16 oneDNN products at a prefill's shape (4096 × 576 × 1536), the rate the phases are compared with.
+
+    .venv/bin/python benchmarks/anatomy_demo_step.py --steps 3 --json results/benchmarks/xeon-amx/anatomy-demo-step.json
+    .venv/bin/python benchmarks/anatomy_demo_step.py --model runs/demo/start_model   # skip the warm start
+
+The first step is a warm-up and is not reported. One process, one configuration: this is a breakdown, not a
+comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hostinfo import fmt, host, host_line  # noqa: E402
+
+
+class Phases:
+    """Seconds and Linear FLOPs per phase; `inside(name)` wraps a function so its calls count to that phase."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.flops: dict[str, float] = defaultdict(float)
+        self.current = "other"
+
+    def inside(self, name: str, fn):
+        phases = self
+
+        def wrapped(*args, **kwargs):
+            outer, phases.current = phases.current, name
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                phases.seconds[name] += time.perf_counter() - start
+                phases.current = outer
+
+        return wrapped
+
+    def count_linear(self, module, args, output) -> None:
+        x = args[0]
+        self.flops[self.current] += 2.0 * x.numel() / x.shape[-1] * module.in_features * module.out_features
+
+
+def repeated_first_search_share(trajectories) -> float:
+    """Of the trajectories that searched and went on to a second turn, the share whose history at that point (prompt
+    and first action, hence the same observation) another trajectory of its group already had: an upper bound on
+    the second turn's prefill that sharing identical histories would save."""
+    seen, repeated, total = set(), 0, 0
+    for tr in trajectories:
+        if len(tr.turns) >= 2 and tr.turns[0].action == "search":
+            key = (tr.group_id, tr.turns[0].text)
+            total += 1
+            repeated += key in seen
+            seen.add(key)
+    return repeated / total if total else float("nan")
+
+
+def product_rates(torch) -> dict[str, float]:
+    """GFLOP/s of oneDNN-packed products at a prefill's shape, float32 and bf16 (median of 10)."""
+    x, w = torch.randn(4096, 576), torch.randn(1536, 576)
+    rates = {}
+    for name, dtype in (("float32", torch.float32), ("bf16", torch.bfloat16)):
+        xd, packed = x.to(dtype), torch.ops.mkldnn._reorder_linear_weight(w.to(dtype), None)
+        times = []
+        for _ in range(12):
+            start = time.perf_counter()
+            torch.ops.mkldnn._linear_pointwise(xd, packed, None, "none", [], "")
+            times.append(time.perf_counter() - start)
+        rates[name] = 2 * 4096 * 576 * 1536 / statistics.median(times[2:]) / 1e9
+    return rates
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=3, help="RL steps reported (after one warm-up step)")
+    parser.add_argument("--model", default=None, help="start from this model folder instead of the demo's warm start")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--json", default=None, help="also write the figures here")
+    parser.add_argument("overrides", nargs="*", help="config overrides (KEY=VALUE), as for `searchrl train`")
+    args = parser.parse_args()
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+
+    torch.set_num_threads(args.threads)
+    info = host(args.threads)
+    from searchrl.rollout import engine as engine_module
+    from searchrl.rollout import hf
+    from searchrl.training import forward as forward_module
+    from searchrl.training import loop
+    from searchrl.training import run as run_module
+    from searchrl.training.config import load_config
+
+    phases = Phases()
+    hf.HFSession._prefill_left_aligned = phases.inside("rollout prefill", hf.HFSession._prefill_left_aligned)
+    engine_module.RolloutEngine.run = phases.inside("rollout", engine_module.RolloutEngine.run)
+    forward_module.BehaviourLogProbs.__init__ = phases.inside("pi_old pass", forward_module.BehaviourLogProbs.__init__)
+    torch.Tensor.backward = phases.inside("update backward", torch.Tensor.backward)
+    rl_step = loop.rl_step
+
+    with tempfile.TemporaryDirectory() as tmp:
+        overrides = [f"run.dir={tmp}/run", "log.console=false", *args.overrides]
+        if args.model:
+            overrides += [f"model.name={args.model}", "train.warm_start=null"]
+        cfg = load_config("demo", overrides)
+        t = loop.build(cfg, Path(tmp) / "run", console=False)
+        t.status = lambda *a, **k: None
+        (Path(tmp) / "run").mkdir()
+        if cfg.train.warm_start == "sft":
+            t.state.warm_start = run_module._warm_start_sft(t)
+        for module in t.model.modules():
+            if isinstance(module, torch.nn.Linear):
+                module.register_forward_hook(phases.count_linear)
+        steps = []
+        for step in range(args.steps + 1):
+            phases.seconds.clear()
+            phases.flops.clear()
+            out = rl_step(t, step)
+            m = out.metrics
+            s = dict(phases.seconds)
+            rollout, prefill = s.get("rollout", 0.0), s.get("rollout prefill", 0.0)
+            backward = s.get("update backward", 0.0)
+            row = {
+                "step": step,
+                "step_s": m["time/step_s"],
+                "rollout_prefill_s": prefill,
+                "rollout_decode_s": rollout - prefill,
+                "pi_old_pass_s": s.get("pi_old pass", 0.0),
+                "update_forward_and_rest_s": m["time/update_s"] - backward,
+                "update_backward_s": backward,
+                "other_s": m["time/step_s"] - rollout - s.get("pi_old pass", 0.0) - m["time/update_s"],
+                "linear_gflop": {k: v / 1e9 for k, v in phases.flops.items()},
+                "response_tokens": sum(len(tr.response_ids) for tr in out.trajectories),
+                "searches_per_trajectory": m.get("diag/searches_mean", float("nan")),
+                "repeated_first_search_share": repeated_first_search_share(out.trajectories),
+            }
+            steps.append(row)
+            print(f"step {step}: {row['step_s']:.1f} s", file=sys.stderr, flush=True)
+            t.state.step = step + 1
+    rates = product_rates(torch)
+    reported = steps[1:]
+    parts = ["rollout_prefill_s", "rollout_decode_s", "pi_old_pass_s", "update_forward_and_rest_s",
+             "update_backward_s", "other_s"]
+    print(host_line(info))
+    print(f"oneDNN product rate at 4096 x 576 x 1536: float32 {rates['float32']:.0f} GFLOP/s, bf16 "
+          f"{rates['bf16']:.0f} GFLOP/s")
+    print(f"{len(reported)} steps after a warm-up; seconds, median [min, max]")
+    step_median = statistics.median(r["step_s"] for r in reported)
+    print(f"  step                        {fmt([r['step_s'] for r in reported])}")
+    for part in parts:
+        values = [r[part] for r in reported]
+        print(f"  {part[:-2]:<27} {fmt(values)}  ({statistics.median(values) / step_median:.0%} of the step)")
+    phase_of = {"rollout prefill": "rollout_prefill_s", "rollout": "rollout_decode_s", "pi_old pass": "pi_old_pass_s",
+                "other": "update_forward_and_rest_s"}
+    print(f"  repeated first searches     {fmt([r['repeated_first_search_share'] for r in reported])} of the "
+          "trajectories reaching a second turn")
+    print("Linear GFLOP/s by phase (median over steps; lower bounds, see the docstring):")
+    for phase, part in phase_of.items():
+        rates_seen = [r["linear_gflop"].get(phase, 0.0) / r[part] for r in reported if r[part] > 0]
+        if rates_seen:
+            print(f"  {phase:<27} {statistics.median(rates_seen):.0f}")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({"host": info, "product_gflops": rates, "config": "demo",
+                                               "overrides": args.overrides, "model": args.model or "demo warm start",
+                                               "steps": steps}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
