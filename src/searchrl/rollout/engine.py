@@ -95,7 +95,8 @@ class RolloutConfig:
         "(the precision of the trainer's log-prob forwards, and what TRL and vLLM sample in), float32 on the CPU "
         "(where the oneDNN-packed float32 kernels decode faster: 32 rows x 48 tokens took 12.6 s against 23.8 s "
         "under bf16 autocast on an Intel Xeon with avx512_bf16; on an AMD EPYC with avx512_bf16, true took 0.76x "
-        "float32's time: docs/benchmarks.md, Where a demo step's time goes). Evaluation always decodes in float32.",
+        "float32's time on that benchmark but was no faster in the demo itself: docs/benchmarks.md, Where a demo "
+        "step's time goes). Evaluation always decodes in float32.",
     )
     cuda_graphs: bool = setting(
         True,
