@@ -88,8 +88,7 @@ def train(cfg: Config, *, resume: bool = False, console: bool = True,
     finished run only says where its summary is. `clock` replaces `time.perf_counter` for the time budget.
     """
     run_dir = run_folder(cfg)
-    check_writable(next(p for p in [run_dir, *run_dir.parents] if p.exists() or p == p.parent), "run.dir",
-                   folder=True)
+    check_writable(_nearest_existing(run_dir), "run.dir", folder=True)
     with run_lock(run_dir):
         replace = False
         if resume:
@@ -156,10 +155,10 @@ def disk_needed(t: Trainer) -> dict[str, int]:
     written). A checkpoint holds the saved weights (`saved_parameters`) and AdamW's two moments of the trained
     ones; step 0's has no moments yet. Logs, metrics and samples are small beside these and not counted."""
     cfg = t.cfg
-    size = lambda params: sum(p.numel() * p.element_size() for p in params)  # noqa: E731
-    model_bytes = size({p.data_ptr(): p for p in t.model.parameters()}.values())  # tied weights are saved once
-    saved = size(saved_parameters(t.model).values())
-    moments = 2 * size(p for p in saved_parameters(t.model).values() if p.requires_grad)
+    model_bytes = _bytes({p.data_ptr(): p for p in t.model.parameters()}.values())  # tied weights are saved once
+    saved_params = saved_parameters(t.model).values()
+    saved = _bytes(saved_params)
+    moments = 2 * _bytes(p for p in saved_params if p.requires_grad)
     alive = cfg.checkpoint.keep_last + 1 + int(cfg.checkpoint.keep_best)
     return {
         "model folders": 2 * model_bytes if cfg.checkpoint.export_final else 0,
@@ -175,15 +174,23 @@ def check_free_space(t: Trainer) -> None:
     have = sum(f.stat().st_size for f in run_dir.rglob("*") if f.is_file()) if run_dir.is_dir() else 0
     parts = disk_needed(t)
     need = sum(parts.values()) - have
-    free = shutil.disk_usage(next(p for p in [run_dir, *run_dir.parents] if p.exists())).free
+    free = shutil.disk_usage(_nearest_existing(run_dir)).free
     if need > free:
-        gb = lambda n: f"{n / 1e9:.2f} GB"  # noqa: E731
-        detail = ", ".join(f"{name} {gb(n)}" for name, n in parts.items() if n)
+        detail = ", ".join(f"{name} {n / 1e9:.2f} GB" for name, n in parts.items() if n)
         raise SearchRLError(
-            f"run.dir {run_dir}: this run's weights need about {gb(need)} more disk space ({detail}) and its disk has "
-            f"{gb(free)} free; free some space, pick a run.dir on another disk, or keep fewer weights "
-            "(checkpoint.keep_last=1, checkpoint.keep_best=false, checkpoint.export_final=false)"
+            f"run.dir {run_dir}: this run's weights need about {need / 1e9:.2f} GB more disk space ({detail}) and its "
+            f"disk has {free / 1e9:.2f} GB free; free some space, pick a run.dir on another disk, or keep fewer "
+            "weights (checkpoint.keep_last=1, checkpoint.keep_best=false, checkpoint.export_final=false)"
         )
+
+
+def _bytes(params) -> int:
+    return sum(p.numel() * p.element_size() for p in params)
+
+
+def _nearest_existing(path: Path) -> Path:
+    """`path` or its closest existing parent (the folder a new run.dir will be created in)."""
+    return next(p for p in [path, *path.parents] if p.exists() or p == p.parent)
 
 
 def run_folder(cfg: Config) -> Path:
