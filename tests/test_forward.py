@@ -1,5 +1,5 @@
 """training/forward.py: the plain padded forward (`token_logprobs`, the definition) against the full logits, and
-the fast path (prompt sharing, the lower-block cache, the weight-cast cache, π_old reuse) against the plain path as
+the fast path (prefix sharing, the lower-block cache, the weight-cast cache, π_old reuse) against the plain path as
 its oracle: values and gradients, in float64 (the same math in other shapes and orders: conftest.assert_same_math),
 and whole training runs metric by metric (`train.fast_forward` on and off)."""
 
@@ -65,7 +65,7 @@ def _grouped_batch(tokenizer_model: Path, template: str = "", rows_kept: list[in
     return model, collate(trajs, int(tok.pad_token_id))
 
 def shared_or_plain(model: torch.nn.Module, batch, share: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """The batch's log-probs and entropies: the fast path's prompt sharing, or the plain padded forward."""
+    """The batch's log-probs and entropies: the fast path's prefix sharing, or the plain padded forward."""
     from searchrl.training.forward import FastForward, token_logprobs
 
     if share:
@@ -128,17 +128,19 @@ def _plain_and_shared(model, batch):
 
 
 def test_shared_prompts_give_the_padded_forward_values_and_gradients(tiny_model):
-    """Rows that repeat a prompt compute it once (two body forwards) with the same log-probs, entropies and
-    gradients as the padded forward, in float64 (the same math) and under bf16 autocast (float32 weights)."""
-    from searchrl.training.forward import FastForward, prompt_owners, token_logprobs
+    """Rows that repeat a prompt compute it once (two body forwards: the shared prompt, then every row's own tokens)
+    with the same log-probs, entropies and gradients as the padded forward, in float64 (the same math) and under
+    bf16 autocast (float32 weights)."""
+    from searchrl.training.forward import FastForward, prefix_tree, token_logprobs
     from searchrl.training.policy import prepare_for_training
 
     model, batch = _grouped_batch(tiny_model)
     model = prepare_for_training(model, gradient_checkpointing=False, dtype=torch.float64)
-    owner, prompts = prompt_owners(batch)
-    assert owner.tolist() == [0, 0, 1, 0, 1, 2] and len(prompts) == 3
+    tree = prefix_tree(batch)
+    # Rows 0, 1 and 3 share the whale question (row 3 ends there); "Q: where?" (rows 2 and 4) saves too little.
+    assert len(tree.levels) == 2 and [row for *_, row in tree.levels[0]] == [0, 2, 4, 5]
     (plain, plain_calls), (shared, shared_calls) = _plain_and_shared(model, batch)
-    assert plain_calls == 1 and shared_calls == 2  # the distinct prompts, then every row's response
+    assert plain_calls == 1 and shared_calls == 2  # the level of the shared prompt, then the rows' own tokens
     assert_same_math(shared[0], plain[0])  # float64: the same math in another layout (conftest)
     assert_same_math(shared[1], plain[1])
     for got, want in zip(shared[2], plain[2]):
@@ -155,23 +157,92 @@ def test_shared_prompts_give_the_padded_forward_values_and_gradients(tiny_model)
     bound = 2 * EPS_BF16 * _logit_spread(model, batch)
     torch.testing.assert_close(lp_shared, lp_plain, rtol=0, atol=bound)
 
+
+def _first_turn_batch(tokenizer_model: Path):
+    """One group of 6 rows after a template-sized prompt: rows 0-2 make the same first search and read the same
+    passage (an observation long enough to share), then answer differently (rows 1 and 2 identically); rows 3
+    and 4 make another search; row 5 answers at once."""
+    from searchrl.models import load_policy
+    from searchrl.rollout.types import Trajectory
+    from searchrl.training.forward import collate
+
+    model, tok = load_policy(tokenizer_model)
+    ids = lambda text: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    prompt = ids("Answer the question. Search with <search>query</search>, then answer.\nQuestion: who wrote it?\n")
+    passage = "<information>Doc 1 (Title: Moby-Dick) Moby-Dick is a novel written by Herman Melville, 1851.</information>"
+    turns = [[(" author of it</search>", 1), (passage, 0), (" <answer>Melville</answer>", 1)],
+             [(" author of it</search>", 1), (passage, 0), (" <answer>Herman</answer>", 1)],
+             [(" author of it</search>", 1), (passage, 0), (" <answer>Herman</answer>", 1)],
+             [(" the whale</search>", 1), ("<information>Doc 1 (Title: Whale) A whale.</information>", 0),
+              (" <answer>no idea</answer>", 1)],
+             [(" the whale</search>", 1), ("<information>Doc 1 (Title: Whale) A whale.</information>", 0)],
+             [(" <answer>Melville</answer>", 1)]]
+    trajs = []
+    for parts in turns:
+        response, mask = [], []
+        for text, sampled in parts:
+            response += ids(text)
+            mask += [sampled] * len(ids(text))
+        trajs.append(Trajectory(question=None, group_id="g", prompt_ids=prompt, response_ids=response,
+                                response_mask=mask, sampling_logprobs=[0.0] * len(response), turns=[],
+                                answer=None, num_searches=0, finish_reason="answer"))
+    return model, collate(trajs, int(tok.pad_token_id)), len(ids(" author of it</search>" + passage))
+
+
+def test_a_shared_first_turn_runs_once_with_the_padded_forward_values_and_gradients(tiny_model):
+    """Trajectories of a group that made the same first search read the same passage: the prompt, then that first
+    turn, then each row's own tokens (three levels; two equal rows share even their last node), with the padded
+    forward's log-probs, entropies and gradients (float64), and the lower-block cache recorded from that tree."""
+    from searchrl.training.forward import FastForward, prefix_tree
+    from searchrl.training.policy import prepare_for_training
+
+    model, batch, first_turn = _first_turn_batch(tiny_model)
+    model = prepare_for_training(model, gradient_checkpointing=False, dtype=torch.float64)
+    tree = prefix_tree(batch)
+    prompt_len = int(batch.attention_mask[0].sum() - batch.response_valid[0].sum())
+    # The prompt; the two first turns (rows 0-2's up to "<answer>", where they part) and row 5's answer; the rest.
+    assert [len(level) for level in tree.levels] == [1, 3, 3]
+    (_, start, end, _), = tree.levels[0]
+    assert (start, end) == (0, prompt_len)
+    assert any(start == prompt_len and end >= prompt_len + first_turn for _, start, end, _ in tree.levels[1])
+    assert torch.equal(tree.index[1], tree.index[2])  # equal rows: one path
+    (plain, plain_calls), (shared, shared_calls) = _plain_and_shared(model, batch)
+    assert plain_calls == 1 and shared_calls == 3
+    assert_same_math(shared[0], plain[0])
+    assert_same_math(shared[1], plain[1])
+    for got, want in zip(shared[2], plain[2]):
+        assert_same_math(got, want)
+    positions = int(sum((end - start) * 1 for level in tree.levels for _, start, end, _ in level))
+    assert positions < int(batch.attention_mask.sum()) * 0.6  # the shared spans are computed once
+
+    model = prepare_for_training(model, gradient_checkpointing=False, train_layers=1, dtype=torch.float64)
+    cache = FastForward(model)
+    with torch.no_grad():
+        cache.token_logprobs(range(batch.size), batch)  # records the states entering block 1 through the tree
+    for r in range(batch.size):
+        assert cache.states[r].shape == (int(batch.attention_mask[r].sum()), model.config.hidden_size)
+    cached_lp, _ = cache.token_logprobs(range(batch.size), batch)
+    assert_same_math(cached_lp, plain[0])
+
+
 @pytest.mark.parametrize("rows_kept", [None, [0, 2, 5]], ids=["repeated prompts", "all prompts distinct"])
 def test_a_common_prompt_prefix_runs_once_with_the_padded_forward_values_and_gradients(tiny_model, rows_kept):
     """Prompts that start with the same instruction template: the template runs once in a forward of its own,
-    then the prompts' remaining tokens, then the responses (three forwards), also when no row repeats a prompt;
-    log-probs, entropies and gradients are the padded forward's."""
+    then the repeated prompt's remaining tokens (when some rows repeat one), then every row's own tokens, also
+    when no row repeats a prompt; log-probs, entropies and gradients are the padded forward's."""
     from searchrl.rollout.types import MIN_SHARED_PREFIX, common_prefix_len
-    from searchrl.training.forward import prompt_owners
+    from searchrl.training.forward import prefix_tree
     from searchrl.training.policy import prepare_for_training
 
     template = "Answer the question. Search with <search>query</search>, then answer with <answer>answer</answer>.\n"
     model, batch = _grouped_batch(tiny_model, template, rows_kept)
     model = prepare_for_training(model, gradient_checkpointing=False, dtype=torch.float64)  # same math: float64
-    owner, prompts = prompt_owners(batch)
-    assert len(prompts) == 3 and common_prefix_len([p[:-1] for p in prompts]) >= MIN_SHARED_PREFIX
+    tree = prefix_tree(batch)
+    (_, start, end, _), = tree.levels[0]  # the template, once
+    assert start == 0 and end == common_prefix_len(batch.input_ids.tolist()) >= MIN_SHARED_PREFIX
     (plain, plain_calls), (shared, shared_calls) = _plain_and_shared(model, batch)
-    assert plain_calls == 1 and shared_calls == 3  # the template, the prompts' remaining tokens, every row's response
-    assert_same_math(shared[0], plain[0])  # float64: the same math in three forwards instead of one (conftest)
+    assert plain_calls == 1 and shared_calls == len(tree.levels) == (3 if rows_kept is None else 2)
+    assert_same_math(shared[0], plain[0])  # float64: the same math in several forwards instead of one (conftest)
     assert_same_math(shared[1], plain[1])
     for got, want in zip(shared[2], plain[2]):
         assert_same_math(got, want)
@@ -179,17 +250,17 @@ def test_a_common_prompt_prefix_runs_once_with_the_padded_forward_values_and_gra
 def test_shared_prompts_fall_back_to_the_padded_forward(tiny_model):
     """No repeated prompt and no shared template, activation checkpointing (its blocks drop the cache), or a sliding
     attention window shorter than the rows: one padded forward."""
-    from searchrl.training.forward import FastForward, StepForward, prompt_owners, sub_batch
+    from searchrl.training.forward import FastForward, StepForward, prefix_tree, sub_batch
     from searchrl.training.policy import prepare_for_training
 
     model, batch = _grouped_batch(tiny_model)
     distinct = sub_batch(batch, [0, 2, 5])
-    assert prompt_owners(distinct) is None
+    assert prefix_tree(distinct) is None
     calls = []
     for checkpointing, sub in ((False, distinct), (True, batch)):
         model = prepare_for_training(model, gradient_checkpointing=checkpointing)
         step = StepForward(model, sub, temperature=1.0, bf16=False, chunk_size=256, fast=True)
-        assert step.shares_prompts is not checkpointing  # checkpointing turns prompt sharing off
+        assert step.shares_prefixes is not checkpointing  # checkpointing turns prefix sharing off
         handle = model.model.register_forward_hook(lambda module, args, out: calls.append(1))
         calls.clear()
         lp, _ = step(list(range(sub.size)))
@@ -246,9 +317,9 @@ def test_lower_block_cache_gives_the_full_forward_values_and_gradients(tiny_mode
 @pytest.mark.parametrize("rows_kept", [None, [0, 2, 5]], ids=["repeated prompts", "all prompts distinct"])
 def test_lower_block_cache_shares_prompts_with_the_padded_forward_values_and_gradients(tiny_model, rows_kept):
     """With frozen lower blocks and prompts that share a template (and some repeat): the recording forward and the
-    cached forwards both run the shared-prompt layout (three body forwards, the cached ones from block 1), with
+    cached forwards both run the prefix tree (one body forward per level, the cached ones from block 1), with
     the padded full forward's log-probs, entropies and gradients."""
-    from searchrl.training.forward import FastForward, token_logprobs
+    from searchrl.training.forward import FastForward, prefix_tree, token_logprobs
     from searchrl.training.policy import prepare_for_training
 
     template = "Answer the question. Search with <search>query</search>, then answer with <answer>answer</answer>.\n"
@@ -272,14 +343,15 @@ def test_lower_block_cache_shares_prompts_with_the_padded_forward_values_and_gra
     first_lp, first_ent = cache.token_logprobs(rows, batch, with_entropy=True)  # records, sharing the template
     (first_lp.sum() + 0.1 * first_ent.sum()).backward()
     first_grads = grads()
-    assert len(body_calls) == 3 and len(lower_calls) == 3 and cache.has(rows)
+    levels = len(prefix_tree(batch).levels)
+    assert len(body_calls) == levels == len(lower_calls) and cache.has(rows)
     for r in rows:
         assert cache.states[r].shape == (int(batch.attention_mask[r].sum()), model.config.hidden_size)
     body_calls.clear(), lower_calls.clear()
     cached_lp, cached_ent = cache.token_logprobs(rows, batch, with_entropy=True)  # from block 1, sharing again
     (cached_lp.sum() + 0.1 * cached_ent.sum()).backward()
     cached_grads = grads()
-    assert len(body_calls) == 3 and lower_calls == []  # the frozen block did not run
+    assert len(body_calls) == levels and lower_calls == []  # the frozen block did not run
     assert len(model.model.layers) == 2 and [b.self_attn.layer_idx for b in model.model.layers] == [0, 1]
     for lp, ent, got_grads in ((first_lp, first_ent, first_grads), (cached_lp, cached_ent, cached_grads)):
         assert_same_math(lp, plain_lp)  # float64: the same math in other layouts (conftest)
@@ -327,8 +399,9 @@ def test_weight_cast_cache_casts_each_weight_once_with_the_same_gradients(tiny_m
     assert casts.count == 0  # bf16 off: neither casts
 
 def test_training_with_frozen_lower_blocks_matches_the_plain_run(tiny_model, tmp_path, monkeypatch):
-    """`train.fast_forward` on (the lower-block cache, prompt sharing, π_old reuse) against off (the plain padded
-    forward everywhere), whole runs metric by metric, in float64 (the same math in other shapes)."""
+    """`train.fast_forward` on (the lower-block cache filled from the sampler's states, prefix sharing, π_old
+    reuse) against off (the plain padded forward everywhere), whole runs metric by metric, in float64 (the same
+    math in other shapes)."""
     from searchrl.training import forward
     from searchrl.training.run import train
 
@@ -349,7 +422,7 @@ def test_training_with_frozen_lower_blocks_matches_the_plain_run(tiny_model, tmp
 
     monkeypatch.setattr(forward.FastForward, "token_logprobs", recording)
     fast = run("fast", True)
-    assert any(starts)  # the cache was used
+    assert starts and all(starts)  # every forward started above the frozen block, from the sampler's states
     starts.clear()
     plain = run("plain", False)
     assert not starts  # the plain path never enters the fast forward
@@ -372,12 +445,12 @@ def test_training_with_groups_together_matches_the_padded_forward(tiny_model, tm
         train(cfg, console=False)
         return rows_without_time(tmp_path / name / "metrics.jsonl")
 
-    owners = []
-    real_owners = forward.prompt_owners
-    monkeypatch.setattr(forward, "prompt_owners", lambda batch: owners.append(real_owners(batch)) or owners[-1])
+    trees = []
+    real_tree = forward.prefix_tree
+    monkeypatch.setattr(forward, "prefix_tree", lambda batch: trees.append(real_tree(batch)) or trees[-1])
     shared = run("shared", True)
-    assert owners and all(o is not None and len(o[1]) == 1 for o in owners)  # one prompt per micro-batch
-    owners.clear()
+    assert trees and all(t is not None and len(t.levels[0]) == 1 for t in trees)  # one prompt per micro-batch
+    trees.clear()
     padded = run("padded", False)
-    assert not owners
+    assert not trees
     assert_same_metrics(shared, padded)

@@ -17,7 +17,7 @@ import os
 import pytest
 import torch
 
-from conftest import EPS32, float32_logprob_tolerance, same_math
+from conftest import EPS32, EPS_BF16, assert_same_math, float32_logprob_tolerance, same_math
 
 from searchrl.data import Question
 from searchrl.models import build_tiny_random_model, load_policy
@@ -184,19 +184,9 @@ def test_a_failed_graph_capture_warns_and_decodes_eagerly(tiny64, monkeypatch):
     assert len(backends) == 1 and not backends[0].static_decode  # one attempt; the later batches decoded eagerly
 
 
-def test_bf16_sampling_keeps_a_bf16_cache_and_matches_a_bf16_full_forward(tiny):
-    # rollout.bf16: forwards under bf16 autocast, the KV cache in bf16, no fp32 weight packing. The cache then
-    # rounds keys and values to bf16 where a full forward keeps some in float32, so log-probs agree to bf16's
-    # resolution only; the sampled tokens are the full forward's argmax wherever it wins by a clear margin.
-    model, tok = tiny
-    backend = HFBackend(model, tok, bf16=True)
-    assert backend.bf16 and not backend.pack_weights
-    session = backend.open_session(_prompts(tok), SamplingParams(greedy=True))
-    session.generate([0], [2], [])
-    assert session.cached[0].dtype == torch.bfloat16
-    assert next(model.parameters()).dtype == torch.float32  # the weights are untouched
-    seqs, sampled, gens = _run_session(model, tok, _prompts(tok), greedy=True, bf16=True, max_batch_size=3)
-    assert all(g.finish == "length" for g in gens)
+def _assert_bf16_close(model, seqs, sampled) -> None:
+    """Sampled log-probs agree with a bf16-autocast full forward to bf16's resolution, and the sampled token is its
+    argmax wherever that wins by a clear margin (bf16 rounds the two computations differently)."""
     checked, worst = 0, 0.0
     for seq, row in zip(seqs, sampled):
         with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -211,13 +201,66 @@ def test_bf16_sampling_keeps_a_bf16_cache_and_matches_a_bf16_full_forward(tiny):
     assert worst < 0.25  # measured 0.10: this model's logits reach tens, where bf16's spacing is 0.125-0.25
 
 
+def test_bf16_sampling_keeps_a_bf16_cache_and_matches_a_bf16_full_forward(tiny):
+    # bf16 without packed weights (a GPU's way): forwards under bf16 autocast, the KV cache in bf16. The cache
+    # then rounds keys and values to bf16 where a full forward keeps some in float32, so log-probs agree to bf16's
+    # resolution only; the sampled tokens are the full forward's argmax wherever it wins by a clear margin.
+    model, tok = tiny
+    backend = HFBackend(model, tok, bf16=True, pack_weights=False)
+    assert backend.bf16 and backend.autocast_bf16 and not backend.pack_weights
+    session = backend.open_session(_prompts(tok), SamplingParams(greedy=True))
+    session.generate([0], [2], [])
+    assert session.cached[0].dtype == torch.bfloat16
+    assert next(model.parameters()).dtype == torch.float32  # the weights are untouched
+    seqs, sampled, gens = _run_session(model, tok, _prompts(tok), greedy=True, bf16=True, pack_weights=False,
+                                       max_batch_size=3)
+    assert all(g.finish == "length" for g in gens)
+    _assert_bf16_close(model, seqs, sampled)
+
+
+def test_bf16_products_on_packed_weights_match_a_bf16_full_forward(tiny):
+    # bf16 on the CPU (rollout.bf16): the linear products on bf16-packed copies of the weights; the KV cache, norms
+    # and attention stay float32 and the model's own weights are untouched.
+    model, tok = tiny
+    backend = HFBackend(model, tok, bf16=True)
+    assert backend.bf16 and backend.pack_weights and not backend.autocast_bf16
+    weights = [p.detach().clone() for p in model.parameters()]
+    session = backend.open_session(_prompts(tok), SamplingParams(greedy=True))
+    session.generate([0], [2], [])
+    assert session.cached[0].dtype == torch.float32
+    assert all(w.dtype == torch.bfloat16 for _, w, _ in session.packed.packed)
+    session.close()
+    seqs, sampled, gens = _run_session(model, tok, _prompts(tok), greedy=True, bf16=True, max_batch_size=3)
+    assert all(g.finish == "length" for g in gens)
+    assert all(torch.equal(p, w) for p, w in zip(model.parameters(), weights))
+    # Against the float32 full forward: only the products' inputs and outputs are rounded to bf16 (8 significant
+    # bits, EPS_BF16 = 2^-7), so logits move by a few bf16 roundings of numbers the size of their spread (max - min
+    # over the vocabulary, ~38 for this model) and a log-prob, a difference of logits, by up to 2 · EPS_BF16 ·
+    # spread ~ 0.6 (measured 0.32; bf16 autocast, which also rounds attention and the residual stream, 0.98).
+    checked, worst = 0, 0.0
+    for seq, row in zip(seqs, sampled):
+        full = _full_logprobs(model, seq)
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([seq])).logits[0].float()
+        bound = 2 * EPS_BF16 * float((logits.amax(-1) - logits.amin(-1)).max())
+        for position, token, logprob in row:
+            worst = max(worst, abs(float(full[position - 1, token]) - logprob) / bound)
+            top2 = full[position - 1].topk(2).values
+            if float(top2[0] - top2[1]) > 2 * bound:
+                assert int(full[position - 1].argmax()) == token
+                checked += 1
+    assert checked > len(sampled)  # the argmax check ran on most positions, not on none
+    assert worst < 1.0
+
+
 def test_bf16_sampling_casts_each_weight_once_per_call(tiny, weight_casts):
     # Autocast caches its bf16 copies of the weights under no_grad but not under inference mode, where every
     # decode step would cast the whole model again.
     model, tok = tiny
     counts = []
     for tokens in (2, 8):
-        session = HFBackend(model, tok, bf16=True).open_session(_prompts(tok)[:2], SamplingParams(greedy=True))
+        session = HFBackend(model, tok, bf16=True, pack_weights=False).open_session(
+            _prompts(tok)[:2], SamplingParams(greedy=True))
         with weight_casts(model) as casts:
             gens = session.generate([0, 1], [tokens, tokens], [])
         assert [len(g.token_ids) for g in gens] == [tokens, tokens]
@@ -258,6 +301,80 @@ def test_a_prompt_prefix_shared_by_all_questions_is_encoded_once(tiny64):
         for k, (token, logprob) in enumerate(zip(gen.token_ids, gen.logprobs)):
             assert int(full[len(prompt) + k - 1].argmax()) == token
             assert same_math(logprob, float(full[len(prompt) + k - 1, token]))
+
+
+def _turns_with_a_shared_observation(model, tok, **backend_kw):
+    """Three rows of one prompt and one of another, greedy: the first three make the same first turn, so after the
+    same observation their histories are equal; the fourth reads a longer one. Returns the backend, the session
+    (open: its recorded states stay readable) and each row's tokens with (position, token, log-prob) samples."""
+    prompts = [tok.encode("hello there, how are you today?")] * 3 + [tok.encode("short one")]
+    backend = HFBackend(model, tok, **backend_kw)
+    session = backend.open_session(prompts, SamplingParams(greedy=True))
+    seqs = [list(p) for p in prompts]
+    sampled: list[list[tuple[int, int, float]]] = [[] for _ in prompts]
+    observations = [encode_text(" the same passage " + "word " * 12, tok)] * 3 + [encode_text(" another " * 20, tok)]
+    for turn, budget in enumerate((4, 5)):
+        for row, gen in enumerate(session.generate(range(4), [budget] * 4, [])):
+            sampled[row] += [(len(seqs[row]) + k, t, lp) for k, (t, lp) in enumerate(zip(gen.token_ids, gen.logprobs))]
+            seqs[row] += gen.token_ids
+        if turn == 0:
+            session.extend(range(4), observations)
+            for row in range(4):
+                seqs[row] += observations[row]
+    return backend, session, seqs, sampled
+
+
+def test_equal_histories_encode_their_observation_once(tiny64):
+    """Rows whose histories are equal (the same prompt, first turn and observation) encode that observation once;
+    what they sample next matches a full forward of each row, as without the sharing."""
+    model, tok = tiny64  # float64: the shared cache against a full forward (same math)
+    backend, session, seqs, sampled = _turns_with_a_shared_observation(model, tok)
+    assert seqs[0] == seqs[1] == seqs[2] != seqs[3]  # greedy: the three rows stay equal
+    shared, other = len(encode_text(" the same passage " + "word " * 12, tok)), len(encode_text(" another " * 20, tok))
+    # The second turn encodes, once per distinct history, the last sampled token and the observation less its last
+    # token, then each row's last observation token in its own row: 1 + (n - 1) per distinct history, 1 per row.
+    second_turn = backend.stats["prefill_tokens"]
+    session.close()
+    first_turn = HFBackend(model, tok)
+    first = first_turn.open_session([tok.encode("hello there, how are you today?")] * 3 + [tok.encode("short one")],
+                                    SamplingParams(greedy=True))
+    first.generate(range(4), [4] * 4, [])
+    assert second_turn - first_turn.stats["prefill_tokens"] == shared + other + 4  # without sharing: 3 * shared + ...
+    for row, seq in enumerate(seqs):
+        full = _full_logprobs(model, seq)
+        for position, token, logprob in sampled[row]:
+            assert int(full[position - 1].argmax()) == token
+            assert same_math(logprob, float(full[position - 1, token]))
+
+
+def test_recorded_states_are_the_full_forwards_hidden_states(tiny64):
+    """With `record_states_at = k` each row's states are the hidden states entering block k of one full forward of
+    its tokens, at every encoded position (shared prompts and observations included), zero at the last one."""
+    model, tok = tiny64
+    _, session, seqs, _ = _turns_with_a_shared_observation(model, tok)
+    assert session.states(0, len(seqs[0])) is None  # not recorded unless asked
+    for k, batch in ((1, 64), (1, 2)):  # batches of 2 rows: the shrinking batch moves rows between slots
+        backend = HFBackend(model, tok, max_batch_size=batch)
+        backend.record_states_at = k
+        prompts = [tok.encode("hello there, how are you today?")] * 3 + [tok.encode("short one")]
+        session = backend.open_session(prompts, SamplingParams(greedy=True))
+        seqs = [list(p) for p in prompts]
+        for turn, budgets in enumerate(([4, 4, 4, 2], [5, 3, 6, 4])):  # rows stop at different steps
+            for row, gen in enumerate(session.generate(range(4), budgets, [])):
+                seqs[row] += gen.token_ids
+            if turn == 0:
+                obs = [encode_text(" the same passage " + "word " * 12, tok)] * 3 + [encode_text(" x " * 9, tok)]
+                session.extend(range(4), obs)
+                for row in range(4):
+                    seqs[row] += obs[row]
+        session.close()  # the recorded states outlive the caches
+        for row, seq in enumerate(seqs):
+            with torch.inference_mode():
+                want = model(input_ids=torch.tensor([seq]), output_hidden_states=True).hidden_states[k][0]
+            got = session.states(row, len(seq))
+            assert got.shape == want.shape
+            assert_same_math(got[:-1], want[:-1])  # every token but the last sampled one was encoded
+            assert (got[-1] == 0).all()
 
 
 def test_sampling_logprobs_match_a_full_forward(tiny64):

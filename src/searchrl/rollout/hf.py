@@ -52,16 +52,22 @@ if TYPE_CHECKING:
 
 
 def _onednn_linear(packed: torch.Tensor, bias: torch.Tensor | None):
-    """`nn.Linear.forward` on a oneDNN-packed weight: x (..., in) -> (..., out), the same y = x W^T + b."""
+    """`nn.Linear.forward` on a oneDNN-packed weight: x (..., in) -> (..., out), the same y = x W^T + b, computed in
+    the packed weight's precision (a bf16 weight takes x rounded to bf16, accumulates in float32, and returns y in
+    x's dtype)."""
 
     def forward(x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.mkldnn._linear_pointwise(x.contiguous(), packed, bias, "none", [], "")
+        if x.dtype == packed.dtype:
+            return torch.ops.mkldnn._linear_pointwise(x.contiguous(), packed, bias, "none", [], "")
+        y = torch.ops.mkldnn._linear_pointwise(x.to(packed.dtype).contiguous(), packed, bias, "none", [], "")
+        return y.to(x.dtype)
 
     return forward
 
 
 class _PackedLinears:
-    """oneDNN-packed copies of a model's float32 CPU `nn.Linear` weights, swapped in while a session generates.
+    """oneDNN-packed copies of a model's float32 CPU `nn.Linear` weights, swapped in while a session generates; in
+    float32, or with `dtype=torch.bfloat16` rounded to bf16 (`HFBackend`'s `bf16` on a CPU).
 
     Why: torch's CPU `F.linear` goes through MKL sgemm, which on this AMD CPU is slow for the few-row products of
     decoding (measured at 1 thread: all 211 SmolLM2 products of one step 49-126 ms for 1-16 rows, against 23-55 ms
@@ -71,26 +77,35 @@ class _PackedLinears:
     which nothing trains) owns one. Weight versions cannot tell: a fused AdamW step updates the weights without
     bumping their version counters. Costs a second copy of the weights while it lives; a weight that oneDNN
     cannot pack keeps the model's own forward.
+
+    In bf16 the products take x and W rounded to bf16 and accumulate in float32; everything else (norms,
+    attention, the residual stream, the KV cache) stays float32. On a CPU with native bf16 (avx512_bf16, AMX)
+    that is about 0.65x the float32 products' time for SmolLM2-135M (all 211 products of a decode step at 64 rows:
+    84 against 122 ms; at 1 row 27 against 41 ms, half the weight bytes to stream), where bf16 autocast, on
+    unpacked weights, was slower than float32 (docs/benchmarks.md, "Where a demo step's time goes").
     """
 
-    def __init__(self, model: torch.nn.Module):
+    def __init__(self, model: torch.nn.Module, dtype: torch.dtype = torch.float32):
         self.model = model
-        self.packed: list[tuple[torch.nn.Linear, torch.Tensor]] | None = None  # made on first use
+        self.dtype = dtype
+        self.packed: list[tuple[torch.nn.Linear, torch.Tensor, torch.Tensor | None]] | None = None  # on first use
 
     @staticmethod
     def usable() -> bool:
         return bool(torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled
                     and hasattr(torch.ops.mkldnn, "_reorder_linear_weight"))
 
-    def _pack(self) -> list[tuple[torch.nn.Linear, torch.Tensor]]:
+    def _pack(self) -> list[tuple[torch.nn.Linear, torch.Tensor, torch.Tensor | None]]:
         packed = []
         for module in self.model.modules():
             if not (type(module) is torch.nn.Linear and module.weight.device.type == "cpu"
                     and module.weight.dtype == torch.float32
                     and (module.bias is None or module.bias.dtype == torch.float32)):
                 continue
+            weight = module.weight.detach().to(self.dtype)
+            bias = module.bias.detach().to(self.dtype) if module.bias is not None else None
             try:
-                packed.append((module, torch.ops.mkldnn._reorder_linear_weight(module.weight.detach(), None)))
+                packed.append((module, torch.ops.mkldnn._reorder_linear_weight(weight, None), bias))
             except RuntimeError:  # a shape or layout oneDNN does not take: that layer keeps F.linear
                 continue
         return packed
@@ -103,8 +118,8 @@ class _PackedLinears:
                 self.packed = self._pack()
         patched: list[torch.nn.Module] = []
         try:
-            for module, weight in self.packed:
-                module.forward = _onednn_linear(weight, module.bias)  # an instance attribute shadows the class's
+            for module, weight, bias in self.packed:
+                module.forward = _onednn_linear(weight, bias)  # an instance attribute shadows the class's
                 patched.append(module)
             yield
         finally:
@@ -126,6 +141,7 @@ class _SlotBuffer:
         capacity = -(-capacity // bucket) * bucket
         self.kv = torch.zeros(num_layers, 2, batch, heads, capacity, head_dim, dtype=dtype, device=device)
         self.mask = torch.zeros(batch, capacity, dtype=torch.long, device=device)  # (B, capacity): 1 = real token
+        self.owners: list[list[int]] = [[] for _ in range(batch)]  # per slot: the session rows its tokens belong to
         self.capacity = capacity
         self.bucket = bucket
         self.m = batch
@@ -215,7 +231,7 @@ class _StaticDecode:
         """Capture the step as a CUDA graph; if that fails (an architecture whose forward a graph cannot hold),
         warn, decode this batch eagerly and turn `backend.static_decode` off for later batches."""
         try:
-            self._capture(backend.bf16)
+            self._capture(backend.autocast_bf16)
         except Exception as exc:  # noqa: BLE001 - reported, and decoding goes on without the graph
             self.graph = self.logits = None
             backend.static_decode = False
@@ -287,10 +303,10 @@ class HFBackend:
     `max_batch_size` bounds the rows of one forward, and `max_cache_bytes` the KV buffer of one batch (more rows
     run in consecutive batches of similar lengths); `prefill_tokens` bounds rows × columns of one prefill forward
     (activation memory); `pack_weights` runs the float32 CPU linear layers on oneDNN-packed copies of their weights
-    (about 2x faster products on CPU, for one extra copy of the weights; see `_PackedLinears`); `bf16` runs the
-    forwards under bf16 autocast with a bf16 KV cache (the weights stay as they are; a GPU's usual sampling
-    precision, and the precision of the trainer's log-prob forwards under `train.bf16`), which turns the packing
-    off; `kv_bucket` rounds attention's key length up to a multiple of it (default 64 on a GPU, exact on the CPU;
+    (about 2x faster products on CPU, for one extra copy of the weights; see `_PackedLinears`); `bf16` computes
+    the linear products in bf16: on the CPU, with packing, on bf16-packed weights (norms, attention and the KV
+    cache stay float32); otherwise (a GPU, where it is the usual sampling precision and that of the trainer's
+    log-prob forwards under `train.bf16`) the forwards run under bf16 autocast with a bf16 KV cache; `kv_bucket` rounds attention's key length up to a multiple of it (default 64 on a GPU, exact on the CPU;
     see `_SlotBuffer`). Log-probabilities follow `searchrl.rollout.backend.sample_tokens`: under
     softmax(logits / T) (after top-k / top-p filtering) when sampling, under the raw softmax when greedy.
     `stats` counts the tokens pushed through the model (prefill and decode) and the forward calls.
@@ -325,8 +341,10 @@ class HFBackend:
         # A CPU-only optimisation: a model on a GPU keeps its own kernels.
         on_cpu = next(model.parameters()).device.type == "cpu"
         self.bf16 = bool(bf16)
-        # The packed kernels are float32 products called directly, outside autocast: not under bf16.
-        self.pack_weights = bool(pack_weights and on_cpu and not self.bf16 and _PackedLinears.usable())
+        self.pack_weights = bool(pack_weights and on_cpu and _PackedLinears.usable())
+        # bf16 on packed weights (the products only), or else under autocast (the whole forward, a bf16 cache).
+        self.pack_dtype = torch.bfloat16 if self.bf16 else torch.float32
+        self.autocast_bf16 = self.bf16 and not self.pack_weights
         # Attention widths in multiples of kv_bucket (see _SlotBuffer): on a GPU 64, on the CPU exact (1), where
         # masked columns would only add work.
         self.kv_bucket = int(kv_bucket) if kv_bucket is not None else (1 if on_cpu else 64)
@@ -341,6 +359,9 @@ class HFBackend:
         self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_token_ids)
         # Tokens pushed through the model: prefilled (prompt and observation tokens) and decoded (one per row-step).
         self.stats = {"prefill_tokens": 0, "decode_tokens": 0, "forward_calls": 0}
+        # Record the hidden states entering this block for every token encoded (0: off; see `HFSession.states`). The
+        # trainer sets it to its first trained block: those states are what its frozen lower blocks would compute.
+        self.record_states_at = 0
 
     def open_session(self, prompts: Sequence[Sequence[int]], sampling: SamplingParams) -> HFSession:
         return HFSession(self, prompts, sampling)
@@ -356,7 +377,7 @@ class HFSession:
         self.sampling = sampling
         param = next(backend.model.parameters())
         self.device = param.device
-        self.dtype = torch.bfloat16 if backend.bf16 else param.dtype  # the KV cache's
+        self.dtype = torch.bfloat16 if backend.autocast_bf16 else param.dtype  # the KV cache's
         self.generator = torch.Generator(device=self.device)
         if sampling.seed is not None:
             self.generator.manual_seed(sampling.seed)
@@ -367,15 +388,22 @@ class HFSession:
         self.cached: list[torch.Tensor | None] = [None] * n  # (L, 2, H, length, D) per row
         self.cached_len = [0] * n
         self.pending: list[list[int]] = [list(p) for p in prompts]
+        # Every token of each row so far (encoded or pending): rows with equal histories have equal caches.
+        self.history: list[list[int]] = [list(p) for p in prompts]
+        # With `record_states_at`: per row, (first position, states (n, H)) of the tokens encoded so far.
+        self.record_at = 0 if backend.static_decode else backend.record_states_at
+        self.recorded: list[list[tuple[int, torch.Tensor]]] = [[] for _ in prompts]
+        self._hooked: torch.Tensor | None = None
         self.released = [False] * n
         # Packed on the first generate, dropped on close: the weights cannot change during a rollout.
-        self.packed = _PackedLinears(backend.model) if backend.pack_weights else None
+        self.packed = _PackedLinears(backend.model, backend.pack_dtype) if backend.pack_weights else None
 
     # -- public API -------------------------------------------------------------------------------------------
     def extend(self, rows: Sequence[int], token_ids: Sequence[Sequence[int]]) -> None:
         for row, ids in zip(rows, token_ids, strict=True):
             self._check_row(row)
             self.pending[row].extend(int(i) for i in ids)
+            self.history[row].extend(int(i) for i in ids)
 
     def release(self, rows: Sequence[int]) -> None:
         for row in rows:
@@ -386,6 +414,55 @@ class HFSession:
     def close(self) -> None:
         self.release(range(len(self.prompts)))
         self.packed = None  # frees the packed copy of the weights
+
+    def states(self, row: int, length: int) -> torch.Tensor | None:
+        """(length, H): the hidden states entering block `record_states_at` at positions [0, length) of `row`, as
+        this session computed them while encoding its tokens; zero at positions never encoded (a row's last sampled
+        token, and an observation no turn read). None when the session did not record."""
+        if not self.record_at or not self.recorded[row]:
+            return None
+        first = self.recorded[row][0][1]
+        out = torch.zeros((length, first.shape[-1]), dtype=first.dtype, device=first.device)
+        for start, chunk in self.recorded[row]:
+            end = min(start + chunk.shape[0], length)
+            if end > start:
+                out[start:end] = chunk[: end - start]
+        return out
+
+    @contextmanager
+    def _recording(self) -> Iterator[None]:
+        """While open (with `record_at`), a hook keeps the output of the block below `record_at`: the states
+        entering it, which `_forward` files under the rows they belong to."""
+        if not self.record_at:
+            yield
+            return
+        from searchrl.models import body_and_head, decoder_blocks
+
+        def hook(module: torch.nn.Module, args: object, output: object) -> None:
+            self._hooked = output[0] if isinstance(output, tuple) else output
+
+        body, _ = body_and_head(self.backend.model)
+        handle = decoder_blocks(body)[self.record_at - 1].register_forward_hook(hook)
+        try:
+            yield
+        finally:
+            handle.remove()
+            self._hooked = None
+
+    def _file_states(self, buffer: _SlotBuffer, positions: torch.Tensor, q: int) -> None:
+        """File the states of the forward just run (its q new columns of each active slot) under the slots' rows."""
+        states, self._hooked = self._hooked, None
+        if states is None:
+            return
+        real = buffer.mask[: buffer.m, buffer.n - q : buffer.n].bool()  # (m, q): padding columns are not tokens
+        for slot in range(buffer.m):
+            cols = real[slot].nonzero().squeeze(1) if q > 1 else None
+            if cols is not None and not len(cols):
+                continue
+            chunk = states[slot, cols] if cols is not None else states[slot, :1].clone()  # (n, H), a copy
+            first = int(positions[slot, cols[0] if cols is not None else 0])
+            for row in buffer.owners[slot]:
+                self.recorded[row].append((first, chunk))
 
     # no_grad rather than inference_mode: under inference mode autocast does not cache its casts, so bf16 sampling
     # would cast every weight again at every decode step (about a quarter of a bf16 decode step for SmolLM2-135M
@@ -398,14 +475,19 @@ class HFSession:
             self._check_row(row)
             if budget < 1:
                 raise ValueError(f"generate: row {row} has a budget of {budget} tokens; it must be >= 1")
-        precision = torch.autocast(self.device.type, dtype=torch.bfloat16) if self.backend.bf16 else nullcontext()
-        with precision, self.packed.active() if self.packed is not None else nullcontext():
-            return self._generate(rows, max_new_tokens, stop)
+        precision = (torch.autocast(self.device.type, dtype=torch.bfloat16) if self.backend.autocast_bf16
+                     else nullcontext())
+        with precision, self.packed.active() if self.packed is not None else nullcontext(), self._recording():
+            generations = self._generate(rows, max_new_tokens, stop)
+        for row, gen in zip(rows, generations):
+            self.history[row].extend(gen.token_ids)
+        return generations
 
     # -- internals --------------------------------------------------------------------------------------------
     def _generate(self, rows: Sequence[int], max_new_tokens: Sequence[int], stop: Sequence[str]) -> list[Generation]:
         checker = StopChecker(self.backend.tokenizer, stop, self.backend.eos_token_ids)
         self._prefill_fresh([r for r in rows if self.cached[r] is None])
+        self._prefill_pending([r for r in rows if len(self.pending[r]) > 1])
         budget_of = dict(zip(rows, max_new_tokens))
         # Rows of similar length share a batch (less padding); the batch size keeps the KV buffer under budget.
         ordered = sorted(rows, key=lambda r: self.cached_len[r] + len(self.pending[r]))
@@ -452,6 +534,8 @@ class HFSession:
             logits_to_keep=1,
         )
         buffer.n += q
+        if self.record_at:
+            self._file_states(buffer, positions, q)
         self.backend.stats["forward_calls"] += 1
         return out.logits[:, -1, :]
 
@@ -502,6 +586,7 @@ class HFSession:
         shared_kv = None
         if shared:
             buffer = self._new_buffer(1, len(shared))
+            buffer.owners = [[row for members in unique.values() for row in members]]
             self._prefill_left_aligned(buffer, [list(shared)], [0])
             shared_kv = self._take(buffer, 0)  # (L, 2, H, len(shared), D)
         base = len(shared) if shared_kv is not None else 0
@@ -514,6 +599,7 @@ class HFSession:
             group = prompts[i:j]
             suffixes = [list(p[base:]) for p in group]
             buffer = self._new_buffer(len(group), base + max(len(x) for x in suffixes))
+            buffer.owners = [unique[prompt] for prompt in group]
             if shared_kv is not None:
                 buffer.kv[:, :, :, :, :base] = shared_kv[:, :, None]  # every slot starts with the shared prefix
                 buffer.mask[:, :base] = 1
@@ -527,6 +613,61 @@ class HFSession:
                     self.cached_len[row] = len(prompt)
                     self.pending[row] = self.pending[row][-1:]
             i = j
+
+    def _prefill_pending(self, rows: list[int]) -> None:
+        """Encode all but the last pending token (an observation after the last sampled token) of rows that have a
+        cache, once per distinct history, in batches of histories whose pending lengths are alike; when no two
+        rows share a history, leave it all to `_generate_batch`.
+
+        Why: the G samples of a question often make the same first search and read the same passage; their
+        histories, hence their caches, are then equal, so one forward serves all of them (a third to two thirds of
+        a demo rollout's observation tokens). `_generate_batch` then encodes each row's last pending token in a row
+        of its own, as its first decode step; were the other rows' observations left to it, its left-padded prefill
+        would pad the shared rows' single tokens to the longest observation. Without any shared history (the
+        evaluation's greedy rows) this pass would only copy every cache twice more."""
+        unique: dict[tuple[int, ...], list[int]] = {}
+        for row in rows:
+            unique.setdefault(tuple(self.history[row]), []).append(row)
+        if len(unique) == len(rows):
+            return
+        owners = sorted((members[0] for members in unique.values()), key=lambda r: -len(self.pending[r]))
+        b = self.backend
+        i = 0
+        while i < len(owners):
+            width = len(self.pending[owners[i]]) - 1
+            longest = max(self.cached_len[r] for r in owners[i:])  # an upper bound for the batch's buffer
+            bytes_per_row = 2 * b.num_layers * b.kv_heads * b.head_dim * (longest + width) * self.dtype.itemsize
+            size = max(1, min(b.max_batch_size, b.max_cache_bytes // bytes_per_row))
+            j = i + 1
+            while j < len(owners) and j - i < size and 4 * (len(self.pending[owners[j]]) - 1) >= 3 * width:
+                j += 1  # at most a quarter of a row's columns is padding
+            batch = owners[i:j]
+            lengths = [self.cached_len[r] for r in batch]
+            buffer = self._new_buffer(len(batch), max(lengths) + width)
+            buffer.owners = [unique[tuple(self.history[owner])] for owner in batch]
+            self._load_caches(buffer, batch)
+            self._prefill_left_aligned(buffer, [self.pending[r][:-1] for r in batch], lengths)
+            for slot, owner in enumerate(batch):
+                kv = self._take(buffer, slot)
+                length = lengths[slot] + len(self.pending[owner]) - 1
+                for row in unique[tuple(self.history[owner])]:
+                    self.cached[row] = kv  # shared by rows with this history; never written in place
+                    self.cached_len[row] = length
+                    self.pending[row] = self.pending[row][-1:]
+            i = j
+
+    def _load_caches(self, buffer: _SlotBuffer, rows: list[int]) -> None:
+        """Copy the rows' compact caches into slots 0, 1, ... of a fresh buffer, right-aligned at its column n (the
+        longest cache); each row's own cache is dropped (the buffer holds it now)."""
+        lengths = [self.cached_len[r] for r in rows]
+        longest = max(lengths)
+        for slot, row in enumerate(rows):
+            kv = self.cached[row]
+            if kv is not None and lengths[slot]:
+                buffer.kv[:, :, slot, :, longest - lengths[slot] : longest] = kv
+                buffer.mask[slot, longest - lengths[slot] : longest] = 1
+            self.cached[row] = None
+        buffer.n = longest
 
     def _decode_static(self, buffer: _SlotBuffer, logits: torch.Tensor, rows: list[int], budgets: list[int],
                        positions: list[int], checker: StopChecker) -> dict[int, Generation]:
@@ -566,18 +707,11 @@ class HFSession:
     def _generate_batch(
         self, rows: list[int], budgets: list[int], checker: StopChecker
     ) -> dict[int, Generation]:
-        m = len(rows)
         lengths = [self.cached_len[r] for r in rows]
-        longest = max(lengths)
         pending_width = max(len(self.pending[r]) for r in rows)
-        buffer = self._new_buffer(m, longest + pending_width + max(budgets))
-        for slot, row in enumerate(rows):
-            kv = self.cached[row]
-            if kv is not None and lengths[slot]:
-                buffer.kv[:, :, slot, :, longest - lengths[slot] : longest] = kv
-                buffer.mask[slot, longest - lengths[slot] : longest] = 1
-            self.cached[row] = None  # the buffer holds it now
-        buffer.n = longest
+        buffer = self._new_buffer(len(rows), max(lengths) + pending_width + max(budgets))
+        buffer.owners = [[row] for row in rows]
+        self._load_caches(buffer, rows)
         logits = self._prefill_left_aligned(buffer, [self.pending[r] for r in rows], lengths)
         positions = [lengths[s] + len(self.pending[r]) for s, r in enumerate(rows)]  # next position per slot
         if self.backend.static_decode:
@@ -599,6 +733,7 @@ class HFSession:
                     # Swap-remove: move the last active slot here so active slots stay contiguous.
                     buffer.kv[:, :, slot, :, : buffer.n] = buffer.kv[:, :, last, :, : buffer.n]
                     buffer.mask[slot] = buffer.mask[last]
+                    buffer.owners[slot] = buffer.owners[last]
                     slot_rows[slot], positions[slot], slot_budget[slot] = (
                         slot_rows[last], positions[last], slot_budget[last])
                     tokens_list[slot] = tokens_list[last]
@@ -606,6 +741,7 @@ class HFSession:
                 positions.pop()
                 slot_budget.pop()
                 tokens_list.pop()
+                buffer.owners.pop()
                 buffer.m -= 1
             if buffer.m == 0:
                 return results

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from searchrl.data.types import Question
 
@@ -43,6 +44,10 @@ class Trajectory:
     # The engine sets "assistant_prefix" (str), "observations" (one str per turn, "" where none) and, on a
     # retrieval failure, "retrieval_error" (the message); rewards add em, f1, cover_em, format_valid, ...
     extras: dict = field(default_factory=dict)
+    # (len(prompt_ids) + len(response_ids), H): the hidden states entering the policy's block k at each token, as
+    # the sampler computed them, when its backend records them (`HFBackend.record_states_at` = k, which the trainer
+    # sets to its first trained block); None otherwise. Not written to sample files.
+    sampler_states: Any = None
 
 
 # A common prefix shorter than this is computed with each sequence rather than in a forward of its own: below it

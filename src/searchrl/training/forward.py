@@ -14,9 +14,10 @@ Two ways to compute the same numbers:
 - `StepForward` is what one RL step uses, over the step's rows: with `train.fast_forward: false` it calls
   `token_logprobs` and nothing else; with `train.fast_forward: true` (the default) it computes the same values
   (up to float rounding; tested against `token_logprobs` as the oracle, values and gradients) faster:
-    * prompt sharing: the G trajectories of a group start with the same prompt, and all prompts start with the
-      same instruction template; the body runs each distinct prompt once and the template once
-      (`_shared_prompt_forward`), and autograd sums the rows' gradients through the shared part;
+    * prefix sharing: the G trajectories of a group start with the same prompt, all prompts start with the same
+      instruction template, and trajectories that made the same first search read the same passage; the body
+      runs each shared span once (`prefix_tree`, `_tree_forward`), and autograd sums the rows' gradients through
+      it;
     * the lower-block cache: with `train.train_layers: n` the embeddings and lower blocks are frozen, so what they
       output for a row is the same in every forward of the step; it is recorded once (`FastForward`) and
       later forwards start at the first trainable block;
@@ -40,7 +41,7 @@ from torch.utils.checkpoint import checkpoint
 
 from searchrl.algorithms import entropy_from_logits
 from searchrl.models import body_and_head, decoder_blocks
-from searchrl.rollout.types import Trajectory, shared_prefix_len
+from searchrl.rollout.types import MIN_SHARED_PREFIX, Trajectory, common_prefix_len
 from searchrl.training.policy import autocast, use_bf16  # autocast is precision (train.bf16), used by both paths
 
 
@@ -197,7 +198,7 @@ class StepForward:
     """log π (and entropy) of rows of one RL step's batch under the current policy: the loop's one call.
 
     `forward(rows, with_entropy=...)` runs under `bf16` autocast on the model's device at the sampling
-    `temperature`. With `fast` (`train.fast_forward`), prompt sharing, the lower-block cache, the weight-cast
+    `temperature`. With `fast` (`train.fast_forward`), prefix sharing, the lower-block cache, the weight-cast
     cache (inside `update()`) and π_old reuse (`behaviour`) apply; without it every call is `token_logprobs`.
     Make one per step: the lower-block cache is valid while the frozen weights do not change.
     """
@@ -208,19 +209,24 @@ class StepForward:
     bf16: bool | str
     chunk_size: int
     fast: bool
+    # Per row, the sampler's hidden states entering block `states_at` (`Trajectory.sampler_states`), or None.
+    sampler_states: Sequence[torch.Tensor | None] | None = None
+    states_at: int = 0
 
     def __post_init__(self) -> None:
         self.device = self.batch.input_ids.device
         self.dtype = torch.promote_types(next(self.model.parameters()).dtype, torch.float32)
         self.deterministic = not has_dropout(self.model)
         body, _ = body_and_head(self.model)
-        self.shares_prompts = self.fast and _can_share_prompts(body, self.batch.input_ids.shape[1])
+        self.shares_prefixes = self.fast and _can_share_prefixes(body, self.batch.input_ids.shape[1])
         self.fast_forward = FastForward(self.model, cache_lower_blocks=self.fast and self.deterministic,
-                                        share_prompts=self.shares_prompts)
+                                        share_prefixes=self.shares_prefixes)
+        if self.sampler_states is not None:
+            self.fast_forward.start_from(self.sampler_states, self.states_at, self.batch)
 
     def __call__(self, rows: Sequence[int], *, with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         sub = sub_batch(self.batch, rows)
-        with autocast(self.bf16, self.device):
+        with autocast(self.bf16, self.device), cpu_attention(self.model):
             if not self.fast:
                 return token_logprobs(self.model, sub, temperature=self.temperature, with_entropy=with_entropy,
                                       chunk_size=self.chunk_size)
@@ -229,7 +235,7 @@ class StepForward:
 
     def of_model(self, model: torch.nn.Module, rows: Sequence[int]) -> torch.Tensor:
         """log π of `rows` under another model (the frozen KL reference), same precision and temperature."""
-        with autocast(self.bf16, self.device):
+        with autocast(self.bf16, self.device), cpu_attention(model):
             log_probs, _ = token_logprobs(model, sub_batch(self.batch, rows), temperature=self.temperature,
                                           chunk_size=self.chunk_size)
         return log_probs
@@ -290,6 +296,29 @@ def has_dropout(model: torch.nn.Module) -> bool:
 
 
 @contextmanager
+def cpu_attention(model: torch.nn.Module) -> Iterator[None]:
+    """While open, a model on the CPU computes attention as softmax(QKᵀ/√d + mask)·V with plain batched products
+    (transformers' "eager" implementation) instead of torch's SDPA kernel; on a GPU nothing changes.
+
+    Why: at a training forward's shapes (a few rows of about a hundred queries over a few hundred keys, masked)
+    the CPU's SDPA flash kernel and its backward took 2.1 s of a demo step's 10 s of training, the plain products
+    0.5 s (docs/benchmarks.md, "Where a demo step's time goes"). The same math through other kernels; the rollout
+    keeps SDPA, which is the faster of the two for its one-token decode steps. Not under activation checkpointing,
+    whose backward recomputes the blocks after this context has closed."""
+    config = getattr(model, "config", None)
+    device = next(model.parameters()).device
+    if (config is None or device.type != "cpu" or getattr(config, "_attn_implementation", None) != "sdpa"
+            or _checkpointing(body_and_head(model)[0])):
+        yield
+        return
+    config._attn_implementation = "eager"
+    try:
+        yield
+    finally:
+        config._attn_implementation = "sdpa"
+
+
+@contextmanager
 def weight_cast_cache(setting: bool | str, device: torch.device | str) -> Iterator[None]:
     """Keep autocast's bf16 copies of the weights across the forwards inside, when `setting` turns bf16 on.
 
@@ -310,119 +339,141 @@ def weight_cast_cache(setting: bool | str, device: torch.device | str) -> Iterat
         yield
 
 
-# -------------------------------------------------------------------------------- prompt sharing
+# -------------------------------------------------------------------------------- prefix sharing
 
 
-def prompt_owners(batch: TokenBatch) -> tuple[torch.Tensor, list[list[int]]] | None:
-    """Which distinct prompt each row starts with: (owner index per row (B,), the distinct prompts' ids), or None
-    when there is nothing to share (every row has its own prompt and they share no prefix worth a forward of its
-    own, `shared_prefix_len`) or a prompt is a single token (no prefix to share)."""
-    response_len = batch.response_valid.sum(-1).long()
-    prompt_len = batch.attention_mask.sum(-1) - response_len
-    distinct: dict[tuple[int, ...], int] = {}
-    owner = [distinct.setdefault(tuple(batch.input_ids[i, : int(prompt_len[i])].tolist()), len(distinct))
-             for i in range(batch.size)]
-    if min(len(p) for p in distinct) < 2:
+@dataclass
+class PrefixTree:
+    """How the rows of a batch share their leading tokens: a tree that `_tree_forward` computes level by level.
+
+    A node is a span [start, end) of token positions on which the rows below it agree; the tokens before `start`
+    are its ancestors'. `levels[d]` lists the nodes at depth d as (parent: index into level d − 1, or −1 at the
+    root level; start; end; row: a batch row that holds the span). A row's tokens are the spans of the nodes on
+    its path. `index[i, p]` says where row i's position p sits in the levels' outputs, concatenated and
+    flattened (each level's (nodes, width, H) output right-padded to its widest span); padding positions hold 0.
+    """
+
+    levels: list[list[tuple[int, int, int, int]]]
+    index: torch.Tensor  # (B, L) long
+
+    @property
+    def widths(self) -> list[int]:
+        return [max(end - start for _, start, end, _ in level) for level in self.levels]
+
+
+def prefix_tree(batch: TokenBatch, min_saved: int = MIN_SHARED_PREFIX) -> PrefixTree | None:
+    """The tree of the leading tokens that `batch`'s rows share, or None when nothing is worth sharing.
+
+    The G trajectories of a group start with the same prompt, all prompts start with the same instruction
+    template, and trajectories that made the same first search read the same passage: each such span is a node,
+    computed once for all its rows, when it saves at least `min_saved` token computations ((rows − 1) × its
+    length); a shorter one is computed within each row's own span (an extra forward would cost more than it
+    saves; `rollout.types.MIN_SHARED_PREFIX`)."""
+    lengths = [int(n) for n in batch.attention_mask.sum(-1).tolist()]
+    seqs = [batch.input_ids[i, :n].tolist() for i, n in enumerate(lengths)]
+    nodes: list[tuple[int, int, int, int, int]] = []  # (parent node id, start, end, row, depth)
+    last_node = [0] * batch.size  # each row's path ends at this node
+    shared = False
+
+    def add(parent: int, start: int, end: int, rows: list[int]) -> int:
+        nonlocal shared
+        shared |= len(rows) > 1
+        nodes.append((parent, start, end, rows[0], nodes[parent][4] + 1 if parent >= 0 else 0))
+        return len(nodes) - 1
+
+    def split(rows: list[int], start: int, scan: int, parent: int) -> None:
+        """`rows` agree on positions [0, scan); positions [start, scan) are in no node yet."""
+        end = scan + common_prefix_len([seqs[r][scan:] for r in rows])
+        done = [r for r in rows if lengths[r] == end]
+        rest = [r for r in rows if lengths[r] > end]
+        if not rest or (len(rows) - 1) * (end - start) >= min_saved:
+            parent, start = add(parent, start, end, rows), end
+            for r in done:
+                last_node[r] = parent
+        elif done:  # rows that end inside a span not worth sharing: a leaf of their own (equal rows share it)
+            leaf = add(parent, start, end, done)
+            for r in done:
+                last_node[r] = leaf
+        by_token: dict[int, list[int]] = {}
+        for r in rest:
+            by_token.setdefault(seqs[r][end], []).append(r)
+        for part in by_token.values():
+            split(part, start, end, parent)
+
+    split(list(range(batch.size)), 0, 0, -1)
+    if not shared:
         return None
-    if len(distinct) == batch.size and not shared_prefix_len([p[:-1] for p in distinct]):
-        return None
-    return torch.tensor(owner, device=batch.input_ids.device), [list(p) for p in distinct]
+    depth = max(n[4] for n in nodes) + 1
+    local = [0] * len(nodes)
+    levels: list[list[tuple[int, int, int, int]]] = [[] for _ in range(depth)]
+    for k, (parent, start, end, row, d) in enumerate(nodes):
+        local[k] = len(levels[d])
+        levels[d].append((local[parent] if parent >= 0 else -1, start, end, row))
+    widths = [max(end - start for _, start, end, _ in level) for level in levels]
+    offsets = [0]
+    for level, width in zip(levels, widths):
+        offsets.append(offsets[-1] + len(level) * width)
+    index = torch.zeros(batch.input_ids.shape, dtype=torch.long)
+    for i in range(batch.size):
+        k = last_node[i]
+        while k >= 0:
+            parent, start, end, _, d = nodes[k]
+            first = offsets[d] + local[k] * widths[d]
+            index[i, start:end] = torch.arange(first, first + end - start)
+            k = parent
+    return PrefixTree(levels, index.to(batch.input_ids.device))
 
 
-def _prefix_layout(prompts: list[list[int]]) -> tuple[int, int]:
-    """(common, prefix_width) of `_shared_prompt_forward`: the leading tokens all distinct prompts share, run once
-    (0 when not worth a forward, `shared_prefix_len`), and the widest prompt less its last token."""
-    return shared_prefix_len([p[:-1] for p in prompts]), max(len(p) for p in prompts) - 1
-
-
-def _shared_prompt_forward(body: torch.nn.Module, batch: TokenBatch, owner: torch.Tensor,
-                           prompts: list[list[int]], states: torch.Tensor | None = None) -> torch.Tensor:
-    """Hidden states (B, S, H) of each row's last prompt token and response tokens, S = longest response + 1:
-    index j predicts response token j.
-
-    Two forwards instead of one: the distinct prompts minus their last token (right-padded, U rows), keeping their
-    keys and values; then every row's last prompt token and response, attending to its prompt's keys and values
-    (selected per row; a differentiable index, so gradients flow back into the prompt forward) at positions
-    P_i − 1, P_i, ... Padding columns are masked out on both sides. When the distinct prompts share a prefix worth
-    a forward (the instruction template), that prefix runs once in a forward of its own and the prompts' remaining
-    tokens attend to its keys and values: three forwards, the same values.
+def _tree_forward(body: torch.nn.Module, batch: TokenBatch, tree: PrefixTree,
+                  states: torch.Tensor | None = None) -> torch.Tensor:
+    """The body's output at every position of every node of `tree`, flattened as `tree.index` addresses it:
+    (positions, H). One forward per level: its nodes, right-padded, attend to their ancestors' keys and values
+    (the cache of the level before, selected per node: a differentiable index, so gradients flow back into the
+    shared spans and autograd sums them over the rows below) at their own positions; padding columns are masked.
 
     With `states` (B, L, H), the hidden states entering the body's first block laid out like `batch` (see
-    `FastForward`), each forward takes its tokens' states instead of their ids: a prompt's from the first row
-    that owns it.
-    """
+    `FastForward`), each node takes its row's states instead of its token ids."""
     device = batch.input_ids.device
-    common, prefix_width = _prefix_layout(prompts)
-    response_len = batch.response_valid.sum(-1).long().tolist()
-    owners = owner.tolist()
-    prompt_len = [len(prompts[u]) for u in owners]
-    first_row = {u: owners.index(u) for u in range(len(prompts))}
-
-    def inputs(ids: torch.Tensor, spans: list[tuple[int, int, int]]) -> dict[str, torch.Tensor]:
-        """`input_ids=ids`, or with `states` the same layout of states: spans (batch row, start, length) per row."""
-        if states is None:
-            return {"input_ids": ids}
-        embeds = states.new_zeros((*ids.shape, states.shape[-1]))
-        for k, (row, start, length) in enumerate(spans):
-            embeds[k, :length] = states[row, start : start + length]
-        return {"inputs_embeds": embeds}
-
-    cache = None
-    if common:
-        head = torch.tensor([prompts[0][:common]], device=device)  # (1, c)
-        cache = body(**inputs(head, [(first_row[0], 0, common)]), use_cache=True).past_key_values
-        cache.batch_select_indices(torch.zeros(len(prompts), dtype=torch.long, device=device))  # (U, ...)
-    if prefix_width > common:
-        rest = prefix_width - common
-        rest_ids = torch.zeros((len(prompts), rest), dtype=torch.long, device=device)
-        rest_mask = torch.zeros((len(prompts), prefix_width), dtype=torch.long, device=device)  # over the cache too
-        for u, prompt in enumerate(prompts):
-            rest_ids[u, : len(prompt) - 1 - common] = torch.tensor(prompt[common:-1], device=device)
-            rest_mask[u, : len(prompt) - 1] = 1
-        positions = (common + torch.arange(rest, device=device)).expand(len(prompts), rest)
-        spans = [(first_row[u], common, len(p) - 1 - common) for u, p in enumerate(prompts)]
-        cache = body(**inputs(rest_ids, spans), attention_mask=rest_mask, position_ids=positions,
-                     past_key_values=cache, use_cache=True).past_key_values
-    cache.batch_select_indices(owner)  # (U, ...) -> (B, ...): row i reads its prompt's keys and values
-
-    width = max(response_len) + 1
-    suffix_ids = torch.zeros((batch.size, width), dtype=torch.long, device=device)
-    mask = torch.zeros((batch.size, prefix_width + width), dtype=torch.long, device=device)
-    for i, (P, R) in enumerate(zip(prompt_len, response_len)):
-        suffix_ids[i, : R + 1] = batch.input_ids[i, P - 1 : P + R]
-        mask[i, : P - 1] = 1
-        mask[i, prefix_width : prefix_width + R + 1] = 1
-    positions = torch.tensor(prompt_len, device=device)[:, None] - 1 + torch.arange(width, device=device)
-    spans = [(i, P - 1, R + 1) for i, (P, R) in enumerate(zip(prompt_len, response_len))]
-    out = body(**inputs(suffix_ids, spans), attention_mask=mask, position_ids=positions, past_key_values=cache,
-               use_cache=True)
-    return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+    cache, mask, outputs = None, None, []
+    for level, width in zip(tree.levels, tree.widths):
+        n = len(level)
+        ids = torch.zeros((n, width), dtype=torch.long, device=device)
+        own = torch.zeros((n, width), dtype=torch.long, device=device)
+        embeds = states.new_zeros((n, width, states.shape[-1])) if states is not None else None
+        for k, (_, start, end, row) in enumerate(level):
+            ids[k, : end - start] = batch.input_ids[row, start:end]
+            own[k, : end - start] = 1
+            if embeds is not None:
+                embeds[k, : end - start] = states[row, start:end]
+        positions = torch.tensor([start for _, start, _, _ in level], device=device)[:, None] + torch.arange(
+            width, device=device)
+        if cache is not None:
+            parents = torch.tensor([parent for parent, *_ in level], device=device)
+            cache.batch_select_indices(parents)  # (nodes of the level before, ...) -> (n, ...)
+            mask = torch.cat([mask[parents], own], dim=1)
+        else:
+            mask = own
+        inputs = {"inputs_embeds": embeds} if embeds is not None else {"input_ids": ids}
+        out = body(**inputs, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True)
+        cache = out.past_key_values
+        hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]  # (n, width, H)
+        outputs.append(hidden.reshape(n * width, -1))
+    return torch.cat(outputs)
 
 
-def _shared_states(outputs: list[torch.Tensor], batch: TokenBatch, owner: torch.Tensor,
-                   prompts: list[list[int]]) -> list[torch.Tensor]:
-    """Each row's hidden states (P + R, H) at one block, reassembled from that block's outputs in the forwards of
-    `_shared_prompt_forward` (in call order: the common prefix if any, the prompts' rest if any, the responses)."""
-    common, prefix_width = _prefix_layout(prompts)
-    calls = iter(outputs)
-    head = next(calls) if common else None  # (1, c, H)
-    rest = next(calls) if prefix_width > common else None  # (U, rest, H)
-    (suffix,) = calls  # (B, S, H)
-    response_len = batch.response_valid.sum(-1).long().tolist()
-    rows = []
-    for i, (u, R) in enumerate(zip(owner.tolist(), response_len)):
-        P = len(prompts[u])
-        parts = [head[0, :common]] if head is not None else []
-        if rest is not None:
-            parts.append(rest[u, : P - 1 - common])
-        parts.append(suffix[i, : R + 1])
-        rows.append(torch.cat(parts))
-    return rows
+def _predicting(tree: PrefixTree, batch: TokenBatch) -> torch.Tensor:
+    """(B, T) index into `_tree_forward`'s output of the position that predicts each response token (row i's
+    response token j at P_i + j is predicted from P_i − 1 + j); 0 past a row's response."""
+    lengths = batch.attention_mask.sum(-1)
+    prompt_len = lengths - batch.response_valid.sum(-1).long()
+    pos = prompt_len[:, None] - 1 + torch.arange(batch.response_ids.shape[1], device=lengths.device)
+    pos = torch.minimum(pos, lengths[:, None] - 1)
+    return tree.index.gather(1, pos) * batch.response_valid.long()
 
 
 # Plain decoder stacks: the body hands `inputs_embeds` to its first block unchanged (Gemma, for one, scales them
 # first), so a forward from `inputs_embeds = states entering block k` over blocks [k, depth) is the full forward;
-# and its attention reads a `DynamicCache` with explicit position ids, so a prompt's keys and values can be shared.
+# and its attention reads a `DynamicCache` with explicit position ids, so a prefix's keys and values can be shared.
 _PLAIN_DECODERS = frozenset({"llama", "mistral", "qwen2", "qwen3"})
 
 
@@ -430,8 +481,8 @@ def _is_plain_decoder(body: torch.nn.Module) -> bool:
     return getattr(getattr(body, "config", None), "model_type", None) in _PLAIN_DECODERS
 
 
-def _can_share_prompts(body: torch.nn.Module, width: int) -> bool:
-    """Prompt sharing splits the forward at the prompt: a plain decoder, no activation checkpointing (its blocks
+def _can_share_prefixes(body: torch.nn.Module, width: int) -> bool:
+    """Prefix sharing splits the forward at the shared spans: a plain decoder, no activation checkpointing (its blocks
     drop the cache), and no sliding attention window shorter than the rows (the split forward is not windowed)."""
     window = _attention_window(body)
     return _is_plain_decoder(body) and not _checkpointing(body) and (window is None or window >= width)
@@ -507,7 +558,7 @@ def _blocks_from(body: torch.nn.Module, start: int) -> Iterator[None]:
 
 
 class FastForward:
-    """The fast path's forward: prompt sharing, and the hidden states entering the first trainable block, per
+    """The fast path's forward: prefix sharing, and the hidden states entering the first trainable block, per
     trajectory, computed once per RL step.
 
     Why: with `train.train_layers: n` the embeddings and the lower blocks are frozen, so what they output for a
@@ -516,33 +567,52 @@ class FastForward:
     first trainable block. In the demo (top 10 of 30 blocks) that skips two thirds of each later forward.
 
     Values are those of the full forward up to float rounding of the padded width (a micro-batch of the same rows
-    gives bitwise the same states). Prompt sharing applies on both sides: a recording forward in the shared-prompt
-    layout stores each row's states reassembled from its forwards (`_shared_states`), and a cached forward feeds
-    the same layout the rows' states. Disabled (`start == 0`) when nothing is frozen, e.g. under LoRA (adapters in
+    gives bitwise the same states). Prefix sharing applies on both sides: a recording forward of a prefix tree
+    stores each row's states gathered from its nodes (`PrefixTree.index`), and a cached forward feeds the same
+    tree the rows' states. Disabled (`start == 0`) when nothing is frozen, e.g. under LoRA (adapters in
     every block), or with `cache_lower_blocks=False` (a forward with dropout differs from call to call).
     """
 
-    def __init__(self, model: torch.nn.Module, *, cache_lower_blocks: bool = True, share_prompts: bool = True):
+    def __init__(self, model: torch.nn.Module, *, cache_lower_blocks: bool = True, share_prefixes: bool = True):
         self.start = frozen_block_count(model) if cache_lower_blocks else 0
         self.model = model
-        self.share_prompts = share_prompts
+        self.share_prefixes = share_prefixes
         self.states: dict[int, torch.Tensor] = {}  # row -> (length of the row, H)
 
     def has(self, rows: Sequence[int]) -> bool:
         return self.start > 0 and all(r in self.states for r in rows)
 
+    def start_from(self, states: Sequence[torch.Tensor | None], at: int, batch: TokenBatch) -> bool:
+        """Take the sampler's states entering block `at` (one (length of the row, H) tensor per row of `batch`)
+        as the cache, so that no forward of the step runs the frozen blocks; False (nothing taken) unless every row
+        has them, recorded at this cache's block.
+
+        Why: the rollout has just run every token of the step through the frozen blocks, with the same frozen
+        weights; their outputs are the function the lower-block cache stores (in the sampler's precision, float32
+        on a CPU, where the trainer's own forward would round them in bf16). Every forward of the step, π_old's
+        included, then reads the same states, so the first update's ratio is still 1 exactly."""
+        lengths = batch.attention_mask.sum(-1).tolist()
+        hidden = getattr(getattr(self.model, "config", None), "hidden_size", None)
+        if (self.start == 0 or at != self.start or len(states) != batch.size
+                or any(s is None or tuple(s.shape) != (int(n), hidden) for s, n in zip(states, lengths))):
+            return False
+        dtype = torch.promote_types(next(self.model.parameters()).dtype, torch.float32)
+        self.states = {i: s.to(device=batch.input_ids.device, dtype=dtype) for i, s in enumerate(states)}
+        return True
+
     def token_logprobs(self, rows: Sequence[int], batch: TokenBatch, *, temperature: float = 1.0,
                        with_entropy: bool = False, chunk_size: int = 256) -> tuple[torch.Tensor, torch.Tensor | None]:
         """`token_logprobs` of `batch` (rows `rows` of the step): from the rows' cached states when all are cached,
-        else a full forward that records them; in the shared-prompt layout when prompts can be shared."""
+        else a full forward that records them; as a prefix tree when the rows share leading tokens."""
         body, head = body_and_head(self.model)
-        shared = prompt_owners(batch) if self.share_prompts else None
+        tree = prefix_tree(batch) if self.share_prefixes else None
         cached = self.has(rows)
         states = self._gather(rows, batch) if cached else None
         from_block = _blocks_from(body, self.start) if cached else nullcontext()
-        with from_block, self._record(rows, batch, shared):
-            if shared is not None:
-                hidden = _shared_prompt_forward(body, batch, *shared, states=states)  # (B, S, H): j predicts j
+        with from_block, self._record(rows, batch, tree):
+            if tree is not None:
+                flat = _tree_forward(body, batch, tree, states=states)  # (positions, H)
+                hidden = flat[_predicting(tree, batch)]  # (B, T, H): j predicts response token j
                 predict_pos = torch.arange(batch.response_ids.shape[1], device=hidden.device).expand_as(batch.predict_pos)
             else:
                 ids = {"inputs_embeds": states} if cached else {"input_ids": batch.input_ids}
@@ -562,8 +632,7 @@ class FastForward:
         return out
 
     @contextmanager
-    def _record(self, rows: Sequence[int], batch: TokenBatch,
-                shared: tuple[torch.Tensor, list[list[int]]] | None) -> Iterator[None]:
+    def _record(self, rows: Sequence[int], batch: TokenBatch, tree: PrefixTree | None) -> Iterator[None]:
         """While open, a full forward of `batch` (rows `rows` of the step) stores each row's lower states."""
         if self.start == 0 or self.has(rows):
             yield
@@ -579,10 +648,11 @@ class FastForward:
             yield
         finally:
             handle.remove()
-        if shared is None:  # one padded forward: (B, L, H)
-            lengths = batch.attention_mask.sum(-1).tolist()
+        lengths = batch.attention_mask.sum(-1).tolist()
+        if tree is None:  # one padded forward: (B, L, H)
             per_row = [outputs[0][i, : int(lengths[i])] for i in range(len(rows))]
-        else:  # the forwards of `_shared_prompt_forward`
-            per_row = _shared_states(outputs, batch, *shared)
+        else:  # one forward per level of the tree
+            flat = torch.cat([out.reshape(-1, out.shape[-1]) for out in outputs])
+            per_row = [flat[tree.index[i, : int(lengths[i])]] for i in range(len(rows))]
         for r, state in zip(rows, per_row):
             self.states[r] = state.clone()

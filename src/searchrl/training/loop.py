@@ -46,7 +46,7 @@ from searchrl.rollout import RolloutEngine
 from searchrl.rollout.hf import HFBackend
 from searchrl.rollout.types import Trajectory
 from searchrl.training.config import Config, build_objective_from
-from searchrl.training.forward import StepForward, collate, scatter_rows
+from searchrl.training.forward import StepForward, collate, frozen_block_count, has_dropout, scatter_rows
 from searchrl.training.logger import EVENTS_FILE, RunLogger
 from searchrl.training.metrics import UpdateRecord, probe_log_likelihood, step_metrics
 from searchrl.training.sft import oracle_trajectories
@@ -129,6 +129,8 @@ def build(cfg: Config, run_dir: Path, *, console: bool = True, clock: Callable[[
     backend = HFBackend(model, tokenizer, max_batch_size=max(cfg.derived.trajectories_per_step, 1),
                         bf16=rollout_bf16(cfg, device),
                         static_decode=cfg.rollout.cuda_graphs and device.type == "cuda")
+    if cfg.train.fast_forward and not has_dropout(model):  # the sampler records what the frozen blocks output
+        backend.record_states_at = frozen_block_count(model)
     return Trainer(
         cfg=cfg, run_dir=run_dir, device=device, logger=logger, train_source=train_source,
         sampler=sampler, val_sources=val, test_sources=test,
@@ -178,7 +180,9 @@ def rl_step(t: Trainer, step: int) -> StepOutput:
     t.status("old log-probs")
     plan = minibatch_plan(group_ids, cfg, step)
     forward = StepForward(t.model, batch, temperature=1.0 if cfg.rollout.greedy else cfg.rollout.temperature,
-                          bf16=cfg.train.bf16, chunk_size=cfg.train.logprob_chunk_size, fast=cfg.train.fast_forward)
+                          bf16=cfg.train.bf16, chunk_size=cfg.train.logprob_chunk_size, fast=cfg.train.fast_forward,
+                          sampler_states=[tr.sampler_states for tr in trajectories],
+                          states_at=getattr(t.engine.backend, "record_states_at", 0))
     old_log_probs = forward.behaviour(plan, loss_mask)
     ref_log_probs = reference_log_probs(t, forward, plan, loss_mask) if t.objective.needs_ref else None
     answer_mask = answer_masks(t, trajectories, loss_mask) if t.objective.needs_answer_mask else None
