@@ -91,11 +91,11 @@ class RolloutConfig:
     greedy: bool = setting(False, "take the argmax instead of sampling (evaluation).")
     bf16: bool | None = setting(
         None,
-        "compute the training rollouts' linear products in bf16: on a CPU on bf16-packed copies of the weights "
-        "(norms, attention and the KV cache stay float32; about 0.65x float32's product time where the CPU has "
-        "avx512_bf16 or AMX), on a GPU under bf16 autocast with a bf16 KV cache (what TRL and vLLM sample in). "
-        "null: as train.bf16 (auto: where the device computes bf16 natively; an AVX2-only CPU samples in "
-        "float32). The trainer recomputes π_old in its own precision either way (docs/benchmarks.md, Where a demo "
+        "sample the training rollouts under bf16 autocast with a bf16 KV cache; null: as train.bf16 on a CUDA GPU "
+        "(the precision of the trainer's log-prob forwards, and what TRL and vLLM sample in), float32 on the CPU "
+        "(where the oneDNN-packed float32 kernels decode faster: 32 rows x 48 tokens took 12.6 s against 23.8 s "
+        "under bf16 autocast on an Intel Xeon with avx512_bf16; on an AMD EPYC with avx512_bf16, true took 0.76x "
+        "float32's time on that benchmark but was no faster in the demo itself: docs/benchmarks.md, Where a demo "
         "step's time goes). Evaluation always decodes in float32.",
     )
     cuda_graphs: bool = setting(

@@ -52,22 +52,16 @@ if TYPE_CHECKING:
 
 
 def _onednn_linear(packed: torch.Tensor, bias: torch.Tensor | None):
-    """`nn.Linear.forward` on a oneDNN-packed weight: x (..., in) -> (..., out), the same y = x W^T + b, computed in
-    the packed weight's precision (a bf16 weight takes x rounded to bf16, accumulates in float32, and returns y in
-    x's dtype)."""
+    """`nn.Linear.forward` on a oneDNN-packed weight: x (..., in) -> (..., out), the same y = x W^T + b."""
 
     def forward(x: torch.Tensor) -> torch.Tensor:
-        if x.dtype == packed.dtype:
-            return torch.ops.mkldnn._linear_pointwise(x.contiguous(), packed, bias, "none", [], "")
-        y = torch.ops.mkldnn._linear_pointwise(x.to(packed.dtype).contiguous(), packed, bias, "none", [], "")
-        return y.to(x.dtype)
+        return torch.ops.mkldnn._linear_pointwise(x.contiguous(), packed, bias, "none", [], "")
 
     return forward
 
 
 class _PackedLinears:
-    """oneDNN-packed copies of a model's float32 CPU `nn.Linear` weights, swapped in while a session generates; in
-    float32, or with `dtype=torch.bfloat16` rounded to bf16 (`HFBackend`'s `bf16` on a CPU).
+    """oneDNN-packed copies of a model's float32 CPU `nn.Linear` weights, swapped in while a session generates.
 
     Why: torch's CPU `F.linear` goes through MKL sgemm, which on this AMD CPU is slow for the few-row products of
     decoding (measured at 1 thread: all 211 SmolLM2 products of one step 49-126 ms for 1-16 rows, against 23-55 ms
@@ -77,35 +71,26 @@ class _PackedLinears:
     which nothing trains) owns one. Weight versions cannot tell: a fused AdamW step updates the weights without
     bumping their version counters. Costs a second copy of the weights while it lives; a weight that oneDNN
     cannot pack keeps the model's own forward.
-
-    In bf16 the products take x and W rounded to bf16 and accumulate in float32; everything else (norms,
-    attention, the residual stream, the KV cache) stays float32. On a CPU with native bf16 (avx512_bf16, AMX)
-    that is about 0.65x the float32 products' time for SmolLM2-135M (all 211 products of a decode step at 64 rows:
-    84 against 122 ms; at 1 row 27 against 41 ms, half the weight bytes to stream), where bf16 autocast, on
-    unpacked weights, was slower than float32 (docs/benchmarks.md, "Where a demo step's time goes").
     """
 
-    def __init__(self, model: torch.nn.Module, dtype: torch.dtype = torch.float32):
+    def __init__(self, model: torch.nn.Module):
         self.model = model
-        self.dtype = dtype
-        self.packed: list[tuple[torch.nn.Linear, torch.Tensor, torch.Tensor | None]] | None = None  # on first use
+        self.packed: list[tuple[torch.nn.Linear, torch.Tensor]] | None = None  # made on first use
 
     @staticmethod
     def usable() -> bool:
         return bool(torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled
                     and hasattr(torch.ops.mkldnn, "_reorder_linear_weight"))
 
-    def _pack(self) -> list[tuple[torch.nn.Linear, torch.Tensor, torch.Tensor | None]]:
+    def _pack(self) -> list[tuple[torch.nn.Linear, torch.Tensor]]:
         packed = []
         for module in self.model.modules():
             if not (type(module) is torch.nn.Linear and module.weight.device.type == "cpu"
                     and module.weight.dtype == torch.float32
                     and (module.bias is None or module.bias.dtype == torch.float32)):
                 continue
-            weight = module.weight.detach().to(self.dtype)
-            bias = module.bias.detach().to(self.dtype) if module.bias is not None else None
             try:
-                packed.append((module, torch.ops.mkldnn._reorder_linear_weight(weight, None), bias))
+                packed.append((module, torch.ops.mkldnn._reorder_linear_weight(module.weight.detach(), None)))
             except RuntimeError:  # a shape or layout oneDNN does not take: that layer keeps F.linear
                 continue
         return packed
@@ -118,8 +103,8 @@ class _PackedLinears:
                 self.packed = self._pack()
         patched: list[torch.nn.Module] = []
         try:
-            for module, weight, bias in self.packed:
-                module.forward = _onednn_linear(weight, bias)  # an instance attribute shadows the class's
+            for module, weight in self.packed:
+                module.forward = _onednn_linear(weight, module.bias)  # an instance attribute shadows the class's
                 patched.append(module)
             yield
         finally:
@@ -231,7 +216,7 @@ class _StaticDecode:
         """Capture the step as a CUDA graph; if that fails (an architecture whose forward a graph cannot hold),
         warn, decode this batch eagerly and turn `backend.static_decode` off for later batches."""
         try:
-            self._capture(backend.autocast_bf16)
+            self._capture(backend.bf16)
         except Exception as exc:  # noqa: BLE001 - reported, and decoding goes on without the graph
             self.graph = self.logits = None
             backend.static_decode = False
@@ -303,10 +288,10 @@ class HFBackend:
     `max_batch_size` bounds the rows of one forward, and `max_cache_bytes` the KV buffer of one batch (more rows
     run in consecutive batches of similar lengths); `prefill_tokens` bounds rows × columns of one prefill forward
     (activation memory); `pack_weights` runs the float32 CPU linear layers on oneDNN-packed copies of their weights
-    (about 2x faster products on CPU, for one extra copy of the weights; see `_PackedLinears`); `bf16` computes
-    the linear products in bf16: on the CPU, with packing, on bf16-packed weights (norms, attention and the KV
-    cache stay float32); otherwise (a GPU, where it is the usual sampling precision and that of the trainer's
-    log-prob forwards under `train.bf16`) the forwards run under bf16 autocast with a bf16 KV cache; `kv_bucket` rounds attention's key length up to a multiple of it (default 64 on a GPU, exact on the CPU;
+    (about 2x faster products on CPU, for one extra copy of the weights; see `_PackedLinears`); `bf16` runs the
+    forwards under bf16 autocast with a bf16 KV cache (the weights stay as they are; a GPU's usual sampling
+    precision, and the precision of the trainer's log-prob forwards under `train.bf16`), which turns the packing
+    off; `kv_bucket` rounds attention's key length up to a multiple of it (default 64 on a GPU, exact on the CPU;
     see `_SlotBuffer`). Log-probabilities follow `searchrl.rollout.backend.sample_tokens`: under
     softmax(logits / T) (after top-k / top-p filtering) when sampling, under the raw softmax when greedy.
     `stats` counts the tokens pushed through the model (prefill and decode) and the forward calls.
@@ -341,10 +326,8 @@ class HFBackend:
         # A CPU-only optimisation: a model on a GPU keeps its own kernels.
         on_cpu = next(model.parameters()).device.type == "cpu"
         self.bf16 = bool(bf16)
-        self.pack_weights = bool(pack_weights and on_cpu and _PackedLinears.usable())
-        # bf16 on packed weights (the products only), or else under autocast (the whole forward, a bf16 cache).
-        self.pack_dtype = torch.bfloat16 if self.bf16 else torch.float32
-        self.autocast_bf16 = self.bf16 and not self.pack_weights
+        # The packed kernels are float32 products called directly, outside autocast: not under bf16.
+        self.pack_weights = bool(pack_weights and on_cpu and not self.bf16 and _PackedLinears.usable())
         # Attention widths in multiples of kv_bucket (see _SlotBuffer): on a GPU 64, on the CPU exact (1), where
         # masked columns would only add work.
         self.kv_bucket = int(kv_bucket) if kv_bucket is not None else (1 if on_cpu else 64)
@@ -377,7 +360,7 @@ class HFSession:
         self.sampling = sampling
         param = next(backend.model.parameters())
         self.device = param.device
-        self.dtype = torch.bfloat16 if backend.autocast_bf16 else param.dtype  # the KV cache's
+        self.dtype = torch.bfloat16 if backend.bf16 else param.dtype  # the KV cache's
         self.generator = torch.Generator(device=self.device)
         if sampling.seed is not None:
             self.generator.manual_seed(sampling.seed)
@@ -396,7 +379,7 @@ class HFSession:
         self._hooked: torch.Tensor | None = None
         self.released = [False] * n
         # Packed on the first generate, dropped on close: the weights cannot change during a rollout.
-        self.packed = _PackedLinears(backend.model, backend.pack_dtype) if backend.pack_weights else None
+        self.packed = _PackedLinears(backend.model) if backend.pack_weights else None
 
     # -- public API -------------------------------------------------------------------------------------------
     def extend(self, rows: Sequence[int], token_ids: Sequence[Sequence[int]]) -> None:
@@ -475,8 +458,7 @@ class HFSession:
             self._check_row(row)
             if budget < 1:
                 raise ValueError(f"generate: row {row} has a budget of {budget} tokens; it must be >= 1")
-        precision = (torch.autocast(self.device.type, dtype=torch.bfloat16) if self.backend.autocast_bf16
-                     else nullcontext())
+        precision = torch.autocast(self.device.type, dtype=torch.bfloat16) if self.backend.bf16 else nullcontext()
         with precision, self.packed.active() if self.packed is not None else nullcontext(), self._recording():
             generations = self._generate(rows, max_new_tokens, stop)
         for row, gen in zip(rows, generations):

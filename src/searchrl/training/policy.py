@@ -201,11 +201,12 @@ def use_bf16(setting: bool | str, device: torch.device | str = "cpu") -> bool:
 
 
 def rollout_bf16(cfg: Config, device: torch.device | str) -> bool:
-    """Resolve `rollout.bf16`: as set, or when null, as `train.bf16` (so 'auto': where the device computes bf16
-    natively; on a CPU the rollout's products then run on bf16-packed weights, see `searchrl.rollout.hf`)."""
+    """Resolve `rollout.bf16`: as set, or when null, `train.bf16` on a CUDA GPU and float32 on the CPU (where the
+    oneDNN-packed float32 kernels decode faster than bf16 autocast)."""
     if cfg.rollout.bf16 is not None:
         return bool(cfg.rollout.bf16)
-    return use_bf16(cfg.train.bf16, torch.device(device))
+    device = torch.device(device)
+    return device.type == "cuda" and use_bf16(cfg.train.bf16, device)
 
 
 @contextlib.contextmanager
