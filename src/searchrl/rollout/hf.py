@@ -17,6 +17,11 @@ How the cache is reused (so a turn after an observation never re-encodes the his
   always a contiguous view of the active rows and the total copying per turn is one pass over the cache.
 - The first turn prefills each distinct prompt once (the G samples of a question share it), and the prefix all
   prompts share (the instruction template before `Question:`) once for the whole batch, like vLLM's prefix cache.
+  Later turns do the same for equal histories: samples that made the same search read the same passage, whose
+  tokens are encoded once for all of them (`_prefill_pending`).
+- With `record_states_at = k` (set by the trainer to its first trained block) the session keeps, for every token it
+  encodes, the hidden state entering block k (`HFSession.states`): what the trainer's frozen lower blocks would
+  compute for the same tokens, so its forwards can start at block k.
 - On a GPU, `static_decode` decodes with fixed shapes instead (`_StaticDecode`: no swap-remove, attention over the
   whole buffer), so that one captured CUDA graph per batch replays every decode step.
 
@@ -437,15 +442,21 @@ class HFSession:
         states, self._hooked = self._hooked, None
         if states is None:
             return
-        real = buffer.mask[: buffer.m, buffer.n - q : buffer.n].bool()  # (m, q): padding columns are not tokens
+        first = positions[:, 0].tolist() if q == 1 else None  # one read of the device per forward
+        if q > 1:  # a prefill: padding columns (left of each slot's tokens) are not tokens
+            real = buffer.mask[: buffer.m, buffer.n - q : buffer.n].bool().cpu()  # (m, q)
+            starts = real.int().argmax(1).tolist()  # a slot's tokens are its last columns
+            counts = real.sum(1).tolist()
+            first = positions.gather(1, torch.tensor(starts, device=positions.device)[:, None])[:, 0].tolist()
         for slot in range(buffer.m):
-            cols = real[slot].nonzero().squeeze(1) if q > 1 else None
-            if cols is not None and not len(cols):
+            if q == 1:
+                chunk = states[slot, :1].clone()  # (1, H), a copy: the hook's tensor is the forward's own
+            elif counts[slot]:
+                chunk = states[slot, starts[slot] : starts[slot] + counts[slot]].clone()  # (n, H)
+            else:
                 continue
-            chunk = states[slot, cols] if cols is not None else states[slot, :1].clone()  # (n, H), a copy
-            first = int(positions[slot, cols[0] if cols is not None else 0])
             for row in buffer.owners[slot]:
-                self.recorded[row].append((first, chunk))
+                self.recorded[row].append((first[slot], chunk))
 
     # no_grad rather than inference_mode: under inference mode autocast does not cache its casts, so bf16 sampling
     # would cast every weight again at every decode step (about a quarter of a bf16 decode step for SmolLM2-135M

@@ -19,14 +19,15 @@ Two ways to compute the same numbers:
       runs each shared span once (`prefix_tree`, `_tree_forward`), and autograd sums the rows' gradients through
       it;
     * the lower-block cache: with `train.train_layers: n` the embeddings and lower blocks are frozen, so what they
-      output for a row is the same in every forward of the step; it is recorded once (`FastForward`) and
-      later forwards start at the first trainable block;
+      output for a row is the same in every forward of the step; the rollout records it while it encodes the
+      tokens (`Trajectory.sampler_states`, `FastForward.start_from`), or else the step's first forward of the row
+      does (`FastForward`), and every other forward starts at the first trainable block;
     * the weight-cast cache: under bf16 autocast each weight is cast once per optimiser update, not once per
       micro-batch (`weight_cast_cache`);
     * π_old reuse: the rows of the step's first update are not forwarded for π_old; that update's own forward,
       taken before any weight moves, is their π_old (`BehaviourLogProbs`).
   Each of these needs a deterministic forward (no active dropout) and a plain decoder; otherwise it falls back to
-  the plain computation.
+  the plain computation. On the CPU both paths compute attention with plain products (`cpu_attention`).
 """
 
 from __future__ import annotations
@@ -562,9 +563,10 @@ class FastForward:
     trajectory, computed once per RL step.
 
     Why: with `train.train_layers: n` the embeddings and the lower blocks are frozen, so what they output for a
-    trajectory is the same in the old-log-prob pass and in every optimiser update of the step. The first forward
-    of a trajectory records them (a hook on the last frozen block, no extra compute); later forwards start at the
-    first trainable block. In the demo (top 10 of 30 blocks) that skips two thirds of each later forward.
+    trajectory is the same in the old-log-prob pass and in every optimiser update of the step. The rollout has
+    computed them already (`start_from`); without its states, the first forward of a trajectory records them (a
+    hook on the last frozen block, no extra compute). Later forwards start at the first trainable block. In the
+    demo (top 10 of 30 blocks) that skips two thirds of every forward.
 
     Values are those of the full forward up to float rounding of the padded width (a micro-batch of the same rows
     gives bitwise the same states). Prefix sharing applies on both sides: a recording forward of a prefix tree
