@@ -7,6 +7,8 @@ one model folder, batch by batch with the same questions and the same sampling s
 rollout) and once with `rollout.bf16=true`, and compares what the trajectories do: the share that is well formed
 (`format_valid`) and the mean reward (EM), per batch and as paired differences over the batches with a 95% t
 interval. A model trained by RL (a run's `final_model/`) shows it best: its behaviour is what RL has shaped.
+The control is float32 again with other sampling seeds: the same policy, other samples, so its difference to the
+first float32 side is what sampling alone moves these means.
 
     .venv/bin/python benchmarks/check_rollout_precision.py --model runs/demo/final_model --batches 16 --json OUT.json
 """
@@ -43,7 +45,8 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     info = host(args.threads)
     sides: dict[str, dict[str, list[float]]] = {}
-    for name, value in (("float32", "false"), ("bf16", "true")):
+    sides_run = (("float32", "false", 1000), ("bf16", "true", 1000), ("float32_other_seeds", "false", 5000))
+    for name, value, seed_base in sides_run:
         with tempfile.TemporaryDirectory() as tmp:
             cfg = load_config("demo", [f"run.dir={tmp}/run", "log.console=false", f"model.name={args.model}",
                                        "train.warm_start=null", f"rollout.bf16={value}"])
@@ -52,7 +55,7 @@ def main() -> int:
             side = sides[name] = {"format_valid": [], "reward": []}
             for batch in range(1, args.batches + 1):
                 trajectories = trainer.engine.run(trainer.sampler.batch(batch), cfg.train.group_size,
-                                                  seed=1000 + batch)
+                                                  seed=seed_base + batch)
                 score_trajectories(trajectories, cfg.reward)
                 n = len(trajectories)
                 side["format_valid"].append(sum(bool(t.extras["format_valid"]) for t in trajectories) / n)
@@ -61,16 +64,17 @@ def main() -> int:
                       file=sys.stderr, flush=True)
     t = T_95[args.batches]
     paired = {}
-    for key in ("format_valid", "reward"):
-        diffs = [b - a for a, b in zip(sides["float32"][key], sides["bf16"][key])]
-        mean, se = statistics.mean(diffs), statistics.stdev(diffs) / len(diffs) ** 0.5
-        paired[key] = {"bf16_minus_float32": mean, "ci_low": mean - t * se, "ci_high": mean + t * se}
+    for other in ("bf16", "float32_other_seeds"):
+        for key in ("format_valid", "reward"):
+            diffs = [b - a for a, b in zip(sides["float32"][key], sides[other][key])]
+            mean, se = statistics.mean(diffs), statistics.stdev(diffs) / len(diffs) ** 0.5
+            paired[f"{other}_minus_float32/{key}"] = {"mean": mean, "ci_low": mean - t * se, "ci_high": mean + t * se}
     print(host_line(info))
-    print(f"{args.batches} batches of 64 trajectories from {args.model}, the same questions and seeds on both sides")
+    print(f"{args.batches} batches of 64 trajectories from {args.model}, the same questions on every side")
+    for name in sides:
+        print(f"  {name:<20} " + ", ".join(f"{key} {statistics.mean(v):.3f}" for key, v in sides[name].items()))
     for key, d in paired.items():
-        print(f"  {key:<13} float32 {statistics.mean(sides['float32'][key]):.3f}, bf16 "
-              f"{statistics.mean(sides['bf16'][key]):.3f}; bf16 - float32 {d['bf16_minus_float32']:+.3f} "
-              f"[{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]")
+        print(f"  {key:<34} {d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] (95% t over batches)")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"host": info, "model": args.model, "batches": args.batches,

@@ -94,9 +94,9 @@ class RolloutConfig:
         "sample the training rollouts under bf16 autocast with a bf16 KV cache; null: as train.bf16 on a CUDA GPU "
         "(the precision of the trainer's log-prob forwards, and what TRL and vLLM sample in), float32 on the CPU "
         "(where the oneDNN-packed float32 kernels decode faster: 32 rows x 48 tokens took 12.6 s against 23.8 s "
-        "under bf16 autocast on an Intel Xeon with avx512_bf16; on an AMD EPYC with avx512_bf16, true took 0.76x "
-        "float32's time on that benchmark but was no faster in the demo itself: docs/benchmarks.md, Where a demo "
-        "step's time goes). Evaluation always decodes in float32.",
+        "under bf16 autocast on an Intel Xeon with avx512_bf16; on an AMD EPYC with avx512_bf16 true was no faster in "
+        "the demo, and a trained demo agent sampled in bf16 wrote well-formed trajectories 0.09 less often: "
+        "docs/benchmarks.md, Where a demo step's time goes). Evaluation always decodes in float32.",
     )
     cuda_graphs: bool = setting(
         True,
