@@ -442,19 +442,19 @@ class HFSession:
         states, self._hooked = self._hooked, None
         if states is None:
             return
-        first = positions[:, 0].tolist() if q == 1 else None  # one read of the device per forward
-        if q > 1:  # a prefill: padding columns (left of each slot's tokens) are not tokens
+        if q == 1:  # a decode step: one token per slot
+            starts, counts = [0] * buffer.m, [1] * buffer.m
+        else:  # a prefill: padding columns (left of each slot's tokens) are not tokens
             real = buffer.mask[: buffer.m, buffer.n - q : buffer.n].bool().cpu()  # (m, q)
             starts = real.int().argmax(1).tolist()  # a slot's tokens are its last columns
             counts = real.sum(1).tolist()
-            first = positions.gather(1, torch.tensor(starts, device=positions.device)[:, None])[:, 0].tolist()
+        # the position of each slot's first token: one read of the device per forward
+        first = positions.gather(1, torch.tensor(starts, device=positions.device)[:, None])[:, 0].tolist()
         for slot in range(buffer.m):
-            if q == 1:
-                chunk = states[slot, :1].clone()  # (1, H), a copy: the hook's tensor is the forward's own
-            elif counts[slot]:
-                chunk = states[slot, starts[slot] : starts[slot] + counts[slot]].clone()  # (n, H)
-            else:
+            if not counts[slot]:
                 continue
+            # (n, H), a copy: the hook's tensor is the forward's own
+            chunk = states[slot, starts[slot] : starts[slot] + counts[slot]].clone()
             for row in buffer.owners[slot]:
                 self.recorded[row].append((first[slot], chunk))
 

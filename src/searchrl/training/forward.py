@@ -302,8 +302,8 @@ def cpu_attention(model: torch.nn.Module) -> Iterator[None]:
     (transformers' "eager" implementation) instead of torch's SDPA kernel; on a GPU nothing changes.
 
     Why: at a training forward's shapes (a few rows of about a hundred queries over a few hundred keys, masked)
-    the CPU's SDPA flash kernel and its backward took 2.1 s of a demo step's 10 s of training, the plain products
-    0.5 s (docs/benchmarks.md, "Where a demo step's time goes"). The same math through other kernels; the rollout
+    the CPU's SDPA kernel, with its backward, is slower than the plain products (docs/benchmarks.md, "Where a demo
+    step's time goes"). The same math through other kernels; the rollout
     keeps SDPA, which is the faster of the two for its one-token decode steps. Not under activation checkpointing,
     whose backward recomputes the blocks after this context has closed."""
     config = getattr(model, "config", None)
@@ -350,16 +350,14 @@ class PrefixTree:
     A node is a span [start, end) of token positions on which the rows below it agree; the tokens before `start`
     are its ancestors'. `levels[d]` lists the nodes at depth d as (parent: index into level d − 1, or −1 at the
     root level; start; end; row: a batch row that holds the span). A row's tokens are the spans of the nodes on
-    its path. `index[i, p]` says where row i's position p sits in the levels' outputs, concatenated and
-    flattened (each level's (nodes, width, H) output right-padded to its widest span); padding positions hold 0.
+    its path. `widths[d]` is level d's widest span. `index[i, p]` says where row i's position p sits in the levels'
+    outputs, concatenated and flattened (each level's (nodes, width, H) output right-padded to its width); padding
+    positions hold 0.
     """
 
     levels: list[list[tuple[int, int, int, int]]]
+    widths: list[int]
     index: torch.Tensor  # (B, L) long
-
-    @property
-    def widths(self) -> list[int]:
-        return [max(end - start for _, start, end, _ in level) for level in self.levels]
 
 
 def prefix_tree(batch: TokenBatch, min_saved: int = MIN_SHARED_PREFIX) -> PrefixTree | None:
@@ -422,7 +420,7 @@ def prefix_tree(batch: TokenBatch, min_saved: int = MIN_SHARED_PREFIX) -> Prefix
             first = offsets[d] + local[k] * widths[d]
             index[i, start:end] = torch.arange(first, first + end - start)
             k = parent
-    return PrefixTree(levels, index.to(batch.input_ids.device))
+    return PrefixTree(levels, widths, index.to(batch.input_ids.device))
 
 
 def _tree_forward(body: torch.nn.Module, batch: TokenBatch, tree: PrefixTree,
