@@ -10,6 +10,11 @@ phase, with timers wrapped around the functions that do the work (no profiler, s
 - update: the optimiser updates' forwards, their backward passes, and the rest (clipping, AdamW);
 - other: rewards, advantages, metrics (the step's time less the parts above).
 
+The decode is also split by how many rows a forward carried (1, 2, 3-4, 5-8, ..., 33-64): a forward's cost grows
+slowly with its rows (the weights are read once per forward however many rows it carries), so the forwards that
+carry the last few rows of a turn cost nearly as much as full ones. `--eval` also times the greedy evaluation of
+the dev split (the demo's 200 questions, as it runs at the start and the end of RL) split the same way.
+
 It also counts the multiply-adds of every `nn.Linear` call in each phase (forward hooks; the LM head of the
 training log-probs and attention are not counted, so the rates are lower bounds) and times this CPU's float32 and
 bf16 oneDNN products at a prefill's shape (4096 × 576 × 1536), the rate the phases are compared with.
@@ -59,6 +64,29 @@ class Phases:
 
         return wrapped
 
+    def decode_forwards(self, forward):
+        """Wraps `HFSession._forward`: the seconds and count of one-token forwards, by active rows (bins)."""
+        phases = self
+        self.decode_bins: dict[int, list[float]] = defaultdict(lambda: [0, 0.0])
+
+        def wrapped(session, buffer, input_ids, positions):
+            start = time.perf_counter()
+            try:
+                return forward(session, buffer, input_ids, positions)
+            finally:
+                if input_ids.shape[1] == 1:
+                    entry = phases.decode_bins[1 << (input_ids.shape[0] - 1).bit_length()]
+                    entry[0] += 1
+                    entry[1] += time.perf_counter() - start
+
+        return wrapped
+
+    def take_bins(self) -> dict[str, dict[str, float]]:
+        out = {f"<={k}": {"forwards": v[0], "seconds": v[1], "ms_per_forward": 1e3 * v[1] / v[0]}
+               for k, v in sorted(self.decode_bins.items())}
+        self.decode_bins.clear()
+        return out
+
     def count_linear(self, module, args, output) -> None:
         x = args[0]
         self.flops[self.current] += 2.0 * x.numel() / x.shape[-1] * module.in_features * module.out_features
@@ -99,9 +127,13 @@ def main() -> int:
     parser.add_argument("--model", default=None, help="start from this model folder instead of the demo's warm start")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", default=None, help="also write the figures here")
+    parser.add_argument("--eval", action="store_true", help="also time the greedy evaluation of the dev split")
     parser.add_argument("overrides", nargs="*", help="config overrides (KEY=VALUE), as for `searchrl train`")
     args = parser.parse_args()
 
+    from searchrl.cli import keep_freed_memory
+
+    keep_freed_memory()  # as the `searchrl` executable runs (SEARCHRL_MALLOC=default: glibc's default)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
@@ -116,6 +148,7 @@ def main() -> int:
 
     phases = Phases()
     hf.HFSession._prefill_left_aligned = phases.inside("rollout prefill", hf.HFSession._prefill_left_aligned)
+    hf.HFSession._forward = phases.decode_forwards(hf.HFSession._forward)
     engine_module.RolloutEngine.run = phases.inside("rollout", engine_module.RolloutEngine.run)
     forward_module.BehaviourLogProbs.__init__ = phases.inside("pi_old pass", forward_module.BehaviourLogProbs.__init__)
     torch.Tensor.backward = phases.inside("update backward", torch.Tensor.backward)
@@ -156,10 +189,24 @@ def main() -> int:
                 "response_tokens": sum(len(tr.response_ids) for tr in out.trajectories),
                 "searches_per_trajectory": m.get("diag/searches_mean", float("nan")),
                 "repeated_first_search_share": repeated_first_search_share(out.trajectories),
+                "decode_by_rows": phases.take_bins(),
             }
             steps.append(row)
             print(f"step {step}: {row['step_s']:.1f} s", file=sys.stderr, flush=True)
             t.state.step = step + 1
+        evaluation = None
+        if args.eval:
+            from searchrl.training.state import validate
+
+            phases.seconds.clear()
+            phases.take_bins()
+            start = time.perf_counter()
+            report = validate(t, "anatomy")
+            total = time.perf_counter() - start
+            prefill = phases.seconds.get("rollout prefill", 0.0)
+            evaluation = {"split": report["split"], "questions": report["datasets"]["world"]["n"], "seconds": total,
+                          "prefill_s": prefill, "decode_and_rest_s": total - prefill,
+                          "decode_by_rows": phases.take_bins()}
     rates = product_rates(torch)
     reported = steps[1:]
     parts = ["rollout_prefill_s", "rollout_decode_s", "pi_old_pass_s", "update_forward_and_rest_s",
@@ -182,11 +229,22 @@ def main() -> int:
         rates_seen = [r["linear_gflop"].get(phase, 0.0) / r[part] for r in reported if r[part] > 0]
         if rates_seen:
             print(f"  {phase:<27} {statistics.median(rates_seen):.0f}")
+    print("Decode forwards by active rows (median over steps): forwards, seconds, ms a forward")
+    for key in reported[0]["decode_by_rows"] if reported else []:
+        cells = [r["decode_by_rows"].get(key) for r in reported]
+        cells = [c for c in cells if c]
+        print(f"  {key:<6} {statistics.median(c['forwards'] for c in cells):>5.0f} "
+              f"{statistics.median(c['seconds'] for c in cells):>7.2f} {statistics.median(c['ms_per_forward'] for c in cells):>7.1f}")
+    if evaluation:
+        print(f"Greedy evaluation, {evaluation['questions']} {evaluation['split']} questions: {evaluation['seconds']:.1f} s, "
+              f"prefill {evaluation['prefill_s']:.1f} s, decode and the rest {evaluation['decode_and_rest_s']:.1f} s")
+        for key, cell in evaluation["decode_by_rows"].items():
+            print(f"  {key:<6} {cell['forwards']:>5} {cell['seconds']:>7.2f} {cell['ms_per_forward']:>7.1f}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"host": info, "product_gflops": rates, "config": "demo",
                                                "overrides": args.overrides, "model": args.model or "demo warm start",
-                                               "steps": steps}, indent=2) + "\n")
+                                               "steps": steps, "evaluation": evaluation}, indent=2) + "\n")
     return 0
 
 
