@@ -131,9 +131,6 @@ def main() -> int:
     parser.add_argument("overrides", nargs="*", help="config overrides (KEY=VALUE), as for `searchrl train`")
     args = parser.parse_args()
 
-    from searchrl.cli import keep_freed_memory
-
-    keep_freed_memory()  # as the `searchrl` executable runs (SEARCHRL_MALLOC=default: glibc's default)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 

@@ -1,4 +1,10 @@
-"""glibc's default allocator against `searchrl`'s setting (`searchrl.cli.keep_freed_memory`) on the demo's work.
+"""glibc's default allocator against one that keeps freed memory for reuse (`keep_freed_memory`), on the demo's work.
+
+glibc serves every allocation above its mmap threshold (128 KiB at first, raised up to 32 MiB as mapped blocks are
+freed) with a mapping of its own and unmaps it on free, so the next tensor of that size faults its pages in again.
+`keep_freed_memory` makes it serve them from its heap and keep what is freed (`mallopt`: `M_MMAP_MAX` 0,
+`M_TRIM_THRESHOLD` 1 GiB). Measured and not taken (docs/benchmarks.md, "Where a demo step's time goes"): it halves
+the system time, but the demo fits no more RL steps with it.
 
 Each side runs in a process of its own (the setting is process-wide), one process at a time, alternating which
 side goes first by round. A process builds the demo's trainer (`configs/demo.yaml`: its data, model and sizes),
@@ -12,13 +18,16 @@ the process's system time, minor page faults and peak memory (median [min, max] 
 tuned side's time over the default's (median [min, max]).
 
     .venv/bin/python benchmarks/bench_allocator.py --rounds 3 --json results/benchmarks/epyc-avx512/allocator.json
+    .venv/bin/python benchmarks/bench_allocator.py --rounds 0 --loop --json OUT.json   # the allocation loop only
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
+import platform
 import resource
 import statistics
 import subprocess
@@ -31,15 +40,41 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hostinfo import fmt, host, host_line  # noqa: E402
 
 SIDES = ("default", "tuned")
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc's mallopt parameters (malloc.h)
+
+
+def keep_freed_memory() -> bool:
+    """glibc's malloc keeps freed memory for reuse (no mmap, no trimming below 1 GiB); True if it was applied."""
+    if sys.platform != "linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    mallopt = ctypes.CDLL(None).mallopt
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    no_mmap = mallopt(_M_MMAP_MAX, 0) == 1
+    no_trim = mallopt(_M_TRIM_THRESHOLD, 1 << 30) == 1
+    return no_mmap and no_trim
+
+
+# `--loop`: one 64 MiB tensor allocated and freed 40 times, the peak memory it leaves (glibc's aligned allocations
+# can leave freed blocks that the next request of the same size does not fit)
+LOOP = """
+import resource, sys
+import torch
+sys.path.insert(0, sys.argv[2])
+from bench_allocator import keep_freed_memory
+if sys.argv[1] == "tuned" and not keep_freed_memory():
+    raise SystemExit("the allocator setting did not apply")
+for _ in range(40):
+    x = torch.ones(16 << 20)
+    del x
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(usage.ru_maxrss / 2**10, usage.ru_minflt)
+"""
 
 
 def worker(side: str, steps: int, threads: int) -> dict:
     began = time.perf_counter()
-    if side == "tuned":
-        from searchrl.cli import keep_freed_memory
-
-        if not keep_freed_memory():
-            raise SystemExit("the allocator setting did not apply (not glibc, or SEARCHRL_MALLOC=default)")
+    if side == "tuned" and not keep_freed_memory():
+        raise SystemExit("the allocator setting did not apply (not glibc)")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
@@ -76,6 +111,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=3, help="RL steps per process, after the evaluation")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", default=None, help="also write the results here")
+    parser.add_argument("--loop", action="store_true", help="also run the allocation loop (peak memory, faults)")
     parser.add_argument("--worker", choices=SIDES, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -86,9 +122,8 @@ def main() -> int:
     runs: list[dict] = []
     for r in range(args.rounds):
         for side in (SIDES if r % 2 == 0 else SIDES[::-1]):
-            env = {k: v for k, v in os.environ.items() if k != "SEARCHRL_MALLOC"}
             out = subprocess.run([sys.executable, __file__, "--worker", side, "--steps", str(args.steps),
-                                  "--threads", str(args.threads)], env=env, capture_output=True, text=True)
+                                  "--threads", str(args.threads)], capture_output=True, text=True)
             if out.returncode != 0:
                 print(out.stderr[-4000:], file=sys.stderr)
                 return 1
@@ -107,9 +142,18 @@ def main() -> int:
               f"system {fmt([x['system_s'] for x in rows], '.1f', ' s')}, "
               f"minor faults {fmt([x['minor_faults'] / 1e6 for x in rows], '.2f', ' M')}, "
               f"peak {fmt([x['max_rss_gb'] for x in rows], '.2f', ' GiB')}, dev EM {[x['dev_em'] for x in rows]}")
-    ratios = {}
-    for key, value in (("eval", lambda x: x["eval_s"]), ("rl_steps", lambda x: sum(x["step_s"])),
-                       ("process", lambda x: x["process_s"])):
+    loop = {}
+    if args.loop:
+        for side in SIDES:
+            out = subprocess.run([sys.executable, "-c", LOOP, side, str(Path(__file__).resolve().parent)], capture_output=True,
+                                 text=True, check=True)
+            peak_mib, faults = out.stdout.split()
+            loop[side] = {"peak_mib": float(peak_mib), "minor_faults": int(faults)}
+            print(f"  loop of 40 x 64 MiB, {side:<8} peak {float(peak_mib):.0f} MiB, minor faults {int(faults)}")
+    measures = {"eval": lambda x: x["eval_s"], "rl_steps": lambda x: sum(x["step_s"]),
+                "process": lambda x: x["process_s"]}
+    ratios: dict[str, list[float]] = {}
+    for key, value in measures.items() if runs else ():
         per_round = [value(next(x for x in runs if x["round"] == r and x["side"] == "tuned"))
                      / value(next(x for x in runs if x["round"] == r and x["side"] == "default"))
                      for r in range(args.rounds)]
@@ -119,7 +163,7 @@ def main() -> int:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"host": info, "rounds": args.rounds, "steps": args.steps,
-                                               "runs": runs, "ratios": ratios}, indent=2) + "\n")
+                                               "runs": runs, "ratios": ratios, "loop": loop}, indent=2) + "\n")
     return 0
 
 

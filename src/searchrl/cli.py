@@ -8,10 +8,7 @@ break unrelated commands.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import importlib
-import os
-import platform
 import sys
 
 from searchrl.errors import SearchRLError
@@ -28,37 +25,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("searchrl.retrieval.cli_serve", "serve an index over HTTP with Search-R1's /retrieve API"),
     "data": ("searchrl.data.cli", "data utilities: generate the synthetic world"),
 }
-
-
-# glibc's mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
-ALLOCATOR_ENV = "SEARCHRL_MALLOC"  # "default": leave glibc's allocator as it is
-
-
-def keep_freed_memory() -> bool:
-    """Make glibc's malloc keep freed memory for reuse instead of returning it to the OS; True if it was applied.
-
-    Why: glibc serves every allocation of 128 KiB or more (most tensors: KV buffers, activations, packed weights)
-    with its own mmap and unmaps it on free, so the next tensor of that size faults its pages in again: about 30 M
-    page faults and 116 s of system time in one 16-minute demo run on a 2-core CPU. Serving them from the heap
-    and not trimming it (M_MMAP_MAX 0, M_TRIM_THRESHOLD 1 GiB) halves the system time and makes a 200-question
-    greedy evaluation about 9% faster (benchmarks/bench_allocator.py, docs/benchmarks.md); the process then
-    holds its peak memory until it exits. Process-wide, so the `searchrl` executable sets it (`run`), not the library or `main`; glibc only
-    (elsewhere nothing changes); `SEARCHRL_MALLOC=default` leaves the allocator alone.
-    """
-    if os.environ.get(ALLOCATOR_ENV, "").strip().lower() == "default":
-        return False
-    if sys.platform != "linux" or platform.libc_ver()[0] != "glibc":
-        return False
-    try:
-        libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    no_mmap = mallopt(_M_MMAP_MAX, 0) == 1
-    no_trim = mallopt(_M_TRIM_THRESHOLD, 1 << 30) == 1
-    return no_mmap and no_trim
 
 
 def add_device_argument(parser: argparse.ArgumentParser, default: str = "the config's train.device") -> None:
@@ -79,12 +45,6 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
             mod.add_arguments(p)
             p.set_defaults(_main=mod.main)
     return parser
-
-
-def run() -> int:
-    """The `searchrl` executable: the allocator setting for the process (`keep_freed_memory`), then `main`."""
-    keep_freed_memory()  # first: before the command's module allocates anything
-    return main()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,4 +73,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run())
+    sys.exit(main())
