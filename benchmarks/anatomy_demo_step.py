@@ -49,6 +49,7 @@ class Phases:
         self.seconds: dict[str, float] = defaultdict(float)
         self.flops: dict[str, float] = defaultdict(float)
         self.current = "other"
+        self.decode_bins: dict[int, list[float]] = defaultdict(lambda: [0, 0.0])  # rows bin -> [forwards, seconds]
 
     def inside(self, name: str, fn):
         phases = self
@@ -67,7 +68,6 @@ class Phases:
     def decode_forwards(self, forward):
         """Wraps `HFSession._forward`: the seconds and count of one-token forwards, by active rows (bins)."""
         phases = self
-        self.decode_bins: dict[int, list[float]] = defaultdict(lambda: [0, 0.0])
 
         def wrapped(session, buffer, input_ids, positions):
             start = time.perf_counter()
@@ -226,12 +226,14 @@ def main() -> int:
         rates_seen = [r["linear_gflop"].get(phase, 0.0) / r[part] for r in reported if r[part] > 0]
         if rates_seen:
             print(f"  {phase:<27} {statistics.median(rates_seen):.0f}")
-    print("Decode forwards by active rows (median over steps): forwards, seconds, ms a forward")
-    for key in reported[0]["decode_by_rows"] if reported else []:
-        cells = [r["decode_by_rows"].get(key) for r in reported]
-        cells = [c for c in cells if c]
+    print("Decode forwards by active rows (median over steps; a step without such forwards counts 0): forwards, "
+          "seconds, ms a forward (over the steps that had them)")
+    bins = sorted({key for r in reported for key in r["decode_by_rows"]}, key=lambda key: int(key[2:]))
+    for key in bins:
+        cells = [r["decode_by_rows"].get(key, {"forwards": 0, "seconds": 0.0}) for r in reported]
+        per_forward = [c["ms_per_forward"] for c in cells if c["forwards"]]
         print(f"  {key:<6} {statistics.median(c['forwards'] for c in cells):>5.0f} "
-              f"{statistics.median(c['seconds'] for c in cells):>7.2f} {statistics.median(c['ms_per_forward'] for c in cells):>7.1f}")
+              f"{statistics.median(c['seconds'] for c in cells):>7.2f} {statistics.median(per_forward):>7.1f}")
     if evaluation:
         print(f"Greedy evaluation, {evaluation['questions']} {evaluation['split']} questions: {evaluation['seconds']:.1f} s, "
               f"prefill {evaluation['prefill_s']:.1f} s, decode and the rest {evaluation['decode_and_rest_s']:.1f} s")
