@@ -593,3 +593,58 @@ def _bm25_retriever(corpus, tmp_path):
                         for row, srow in zip(ids.tolist(), scores.tolist())]
 
         return _Retriever()
+
+
+def test_grouped_sdpa_attention_is_transformers_sdpa_over_repeated_heads():
+    """The oracle: transformers' SDPA attention, which repeats the key/value heads under a mask, on the same
+    float64 inputs (a prefill chunk of 5 queries over 9 keys with left padding, 4 query heads on 2 key/value
+    heads), and a one-token query, which goes to transformers' own function."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    from searchrl.rollout.hf import grouped_sdpa_attention
+
+    class Attention(torch.nn.Module):
+        num_key_value_groups = 2
+        is_causal = True
+
+    module = Attention()
+    g = torch.Generator().manual_seed(0)
+    for q_len in (5, 1):
+        query = torch.randn(3, 4, q_len, 8, generator=g, dtype=torch.float64)
+        key, value = (torch.randn(3, 2, 9, 8, generator=g, dtype=torch.float64) for _ in range(2))
+        mask = torch.ones(3, 1, q_len, 9, dtype=torch.bool)
+        mask[1, :, :, :3] = False  # a left-padded row
+        mask[:, :, :, 9 - q_len:] &= torch.ones(q_len, q_len, dtype=torch.bool).tril()  # causal within the chunk
+        got, _ = grouped_sdpa_attention(module, query, key, value, mask, scaling=8**-0.5)
+        want, _ = sdpa_attention_forward(module, query, key, value, mask, scaling=8**-0.5)
+        assert got.shape == want.shape == (3, q_len, 4, 8)
+        assert_same_math(got, want)
+
+
+def test_sessions_attend_with_grouped_sdpa_on_the_cpu_and_restore_the_models_setting(tiny64, monkeypatch):
+    """Every prefill chunk of several tokens runs `grouped_sdpa_attention` while a session generates (the tiny
+    model has 2 query heads per key/value head), one-token decode steps pass through it to transformers' own
+    function, and the model's attention setting is "sdpa" again afterwards (the trainer's `cpu_attention`
+    switches from it)."""
+    import searchrl.rollout.hf as hf_module
+
+    model, tok = tiny64
+    calls = []
+    real = hf_module.grouped_sdpa_attention
+
+    def counting(module, query, *args, **kwargs):
+        calls.append(query.shape[2])
+        return real(module, query, *args, **kwargs)
+
+    from transformers import AttentionInterface
+
+    hf_module._register_grouped_sdpa()
+    monkeypatch.setitem(AttentionInterface._global_mapping, hf_module.GROUPED_SDPA, counting)
+    assert model.config._attn_implementation == "sdpa"
+    backend = HFBackend(model, tok)
+    session = backend.open_session([[5, 6, 7, 8, 9], [5, 6, 7, 10, 11, 12]], SamplingParams(greedy=True, seed=0))
+    session.generate([0, 1], [4, 4], [])
+    session.extend([0, 1], [[13, 14, 15], [16, 17]])
+    session.generate([0, 1], [3, 3], [])
+    assert model.config._attn_implementation == "sdpa"
+    assert any(q > 1 for q in calls) and 1 in calls

@@ -127,6 +127,14 @@ def test_tiny_run_end_to_end_writes_the_run_folder(tiny_model, tmp_path):
     assert list((run / "tb").iterdir())
     assert json.loads((run / "final_eval.json").read_text())["datasets"]["world"]["n"] == 4
     assert summary["steps"] == 3 and summary["evals"]["final"]["world"]["n"] == 4
+    # Where the time went: every phase measured, the steps at least their own timers, the parts summing to the total.
+    spent = summary["time"]
+    assert set(spent) == {"total_s", "rl_steps_s", "evaluations_s", "warm_start_s", "checkpoints_s", "exports_s",
+                          "other_s"}
+    assert spent["total_s"] == summary["seconds"] and all(v >= 0 for v in spent.values())
+    assert spent["rl_steps_s"] >= sum(r["time/step_s"] for r in rows) > 0
+    assert spent["evaluations_s"] > 0 and spent["checkpoints_s"] > 0 and spent["exports_s"] > 0
+    assert sum(v for k, v in spent.items() if k != "total_s") == pytest.approx(spent["total_s"])
     model, _ = load_policy(run / "final_model")  # loadable by `searchrl eval`
     from searchrl.fileio import current_umask
     assert (run / "final_model" / "model.safetensors").stat().st_mode & 0o777 == 0o666 & ~current_umask()  # not 0600

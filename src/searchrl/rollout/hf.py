@@ -117,6 +117,62 @@ class _PackedLinears:
                 del module.forward
 
 
+GROUPED_SDPA = "searchrl_grouped_sdpa"  # the name `_grouped_attention` gives the model's attention while a session runs
+
+
+def grouped_sdpa_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                           attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
+                           is_causal: bool | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """transformers' SDPA attention, softmax(QKᵀ·scaling + mask)·V, except for a masked query of several tokens over
+    grouped key/value heads (a prefill chunk of a GQA model): SDPA reads each key/value head for its group of
+    query heads (`enable_gqa`) instead of a copy of the keys and values repeated `num_key_value_groups` times.
+
+    query (B, H, q, D); key, value (B, H_kv, k, D); mask (B, 1, q, k), True = attend. Returns (B, q, H, D), None.
+    Why: transformers 5.x repeats the keys and values before the kernel whenever a mask is given (its test for
+    `enable_gqa` is written for CUDA, where a mask sends GQA to a slower kernel); on the CPU that copy is about a
+    tenth of a prefill's time (docs/benchmarks.md, "Where a demo step's time goes"). The same kernel on the same
+    numbers: query head h reads key/value head h // groups either way. Decode steps (q = 1) and every other case
+    go to transformers' own function, which folds a one-token query's groups into its length."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    groups = getattr(module, "num_key_value_groups", 1)
+    if (groups == 1 or query.shape[2] == 1 or attention_mask is None or query.device.type != "cpu"
+            or kwargs.get("position_bias") is not None or kwargs.get("cache") is not None):
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      is_causal=is_causal, **kwargs)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling, enable_gqa=True)
+    return out.transpose(1, 2).contiguous(), None
+
+
+def _register_grouped_sdpa() -> None:
+    """Register `GROUPED_SDPA` with transformers, once: `grouped_sdpa_attention`, and SDPA's masks."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+
+    if GROUPED_SDPA not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
+        AttentionMaskInterface.register(GROUPED_SDPA, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
+    if GROUPED_SDPA not in AttentionInterface._global_mapping:
+        AttentionInterface.register(GROUPED_SDPA, grouped_sdpa_attention)
+
+
+@contextmanager
+def _grouped_attention(model: torch.nn.Module) -> Iterator[None]:
+    """While open, a CPU model that attends with transformers' "sdpa" attends with `grouped_sdpa_attention` (the
+    same masks); anything else runs as it is."""
+    config = getattr(model, "config", None)
+    if (config is None or getattr(config, "_attn_implementation", None) != "sdpa"
+            or next(model.parameters()).device.type != "cpu"):
+        yield
+        return
+    _register_grouped_sdpa()
+    config._attn_implementation = GROUPED_SDPA
+    try:
+        yield
+    finally:
+        config._attn_implementation = "sdpa"
+
+
 class _SlotBuffer:
     """Preallocated KV for one batch: `kv` (L, 2, B, H, capacity, D); slots [0, m) active, columns [0, n) written.
 
@@ -470,7 +526,8 @@ class HFSession:
             if budget < 1:
                 raise ValueError(f"generate: row {row} has a budget of {budget} tokens; it must be >= 1")
         precision = torch.autocast(self.device.type, dtype=torch.bfloat16) if self.backend.bf16 else nullcontext()
-        with precision, self.packed.active() if self.packed is not None else nullcontext(), self._recording():
+        packed = self.packed.active() if self.packed is not None else nullcontext()
+        with precision, packed, _grouped_attention(self.backend.model), self._recording():
             generations = self._generate(rows, max_new_tokens, stop)
         for row, gen in zip(rows, generations):
             self.history[row].extend(gen.token_ids)

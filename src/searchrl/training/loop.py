@@ -306,7 +306,8 @@ def fit(t: Trainer) -> None:
         lr = cfg.train.lr * t.state.lr_scale * lr_multiplier(
             step - 1, warmup_steps=cfg.derived.warmup_steps, total_steps=cfg.train.steps, schedule=cfg.train.lr_schedule)
         set_learning_rate(t.optimizer, lr)
-        out = rl_step(t, step)
+        with t.timed("rl_steps"):
+            out = rl_step(t, step)
         t.abortable = False
         t.state.step = step
         val = validate(t, f"step {step}") if step == cfg.train.steps or (cfg.val.every and step % cfg.val.every == 0) else None

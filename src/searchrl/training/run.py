@@ -385,7 +385,8 @@ def _start(t: Trainer) -> None:
         untrained = validate(t, "untrained", test=True, limit=cfg.val.untrained_max_questions)
         t.state.evals["untrained"] = _announce(t, untrained, "untrained model")
     if cfg.train.warm_start == "sft":
-        t.state.warm_start = _warm_start_sft(t)
+        with t.timed("warm_start"):
+            t.state.warm_start = _warm_start_sft(t)
     if cfg.val.at_start:
         start = _announce(t, validate(t, "start", test=True), "starting point of RL")
         t.state.evals["start"] = start
@@ -401,7 +402,8 @@ def _start(t: Trainer) -> None:
         # The start of RL as a model folder beside final_model/: both evaluate on any data (`searchrl eval
         # --model`). A kill before this line leaves checkpoints/step_000000, which loads the same weights.
         t.logger.status(f"exporting {START_MODEL}/")
-        export_policy(t.model, t.tokenizer, t.run_dir / START_MODEL, protocol=cfg.protocol, rollout=cfg.rollout)
+        with t.timed("exports"):
+            export_policy(t.model, t.tokenizer, t.run_dir / START_MODEL, protocol=cfg.protocol, rollout=cfg.rollout)
 
 
 def _warm_start_sft(t: Trainer) -> dict[str, Any]:
@@ -457,7 +459,8 @@ def _finish(t: Trainer) -> dict[str, Any]:
     t.state.evals["final"] = final
     if cfg.checkpoint.export_final:
         t.logger.status(f"exporting {FINAL_MODEL}/")
-        export_policy(t.model, t.tokenizer, t.run_dir / FINAL_MODEL, protocol=cfg.protocol, rollout=cfg.rollout)
+        with t.timed("exports"):
+            export_policy(t.model, t.tokenizer, t.run_dir / FINAL_MODEL, protocol=cfg.protocol, rollout=cfg.rollout)
     atomic_write_json(
         t.run_dir / "final_eval.json",
         {"step": t.state.step, "datasets": {n: eval_entry(e) for n, e in final["datasets"].items()}},
@@ -469,11 +472,12 @@ def _finish(t: Trainer) -> dict[str, Any]:
          for k, v in t.state.evals.items() if k in ("untrained", "start", "final")},
     )
     val = {"start": t.state.evals.get("val_start"), "final": t.state.evals.get("last")}
+    elapsed = t.budget.elapsed()
     summary = {
         "run_dir": str(t.run_dir),
         "steps": t.state.step,
         "stopped_early": t.state.stopped_early,
-        "seconds": t.budget.elapsed(),
+        "seconds": elapsed,
         "algorithm": cfg.algorithm.get("name"),
         "warm_start": t.state.warm_start,
         "split": final.get("split"),  # of evals and gain; val holds the validation split's start and end
@@ -484,10 +488,23 @@ def _finish(t: Trainer) -> dict[str, Any]:
                                                  for k, v in val.items() if v is not None}},
         "best_step": t.state.best_step,
         "best_checkpoint": str(best_checkpoint(t.run_dir) or ""),
+        "time": time_by_phase(t, elapsed),
     }
     atomic_write_json(t.run_dir / SUMMARY_FILE, json.loads(json.dumps(summary, default=float)))
     print_summary(t, summary)
     return summary
+
+
+PHASES = ("rl_steps", "evaluations", "warm_start", "checkpoints", "exports")
+
+
+def time_by_phase(t: Trainer, total: float) -> dict[str, float]:
+    """summary.json's `time`: the trainer's `total` seconds (summary.json's `seconds`) by phase, and the rest
+    (`other_s`: loading the data and the model, logging, the monitor). Of this process: a resumed run counts from
+    its resume."""
+    out = {"total_s": total, **{f"{phase}_s": t.seconds.get(phase, 0.0) for phase in PHASES}}
+    out["other_s"] = max(0.0, total - sum(t.seconds.get(phase, 0.0) for phase in PHASES))
+    return out
 
 
 def eval_entry(entry: dict[str, Any]) -> dict[str, Any]:
@@ -529,4 +546,9 @@ def print_summary(t: Trainer, summary: dict[str, Any]) -> None:
             t.logger.announce(f"{name} RL gain by question type (paired 95% interval): " + ", ".join(
                 f"{k} {g['em_gain']:+.3f} [{g['ci_low']:+.3f}, {g['ci_high']:+.3f}] (n={g['n']})"
                 for k, g in by_type.items()))
+    spent = summary["time"]
+    if spent["total_s"] > 0:
+        t.logger.announce("Where the time went: " + ", ".join(
+            f"{key[:-2].replace('_', ' ')} {value:.0f} s ({value / spent['total_s']:.0%})"
+            for key, value in spent.items() if key != "total_s" and value > 0))
     t.logger.announce(f"Run folder: {t.run_dir} ({summary['seconds'] / 60:.1f} min)")

@@ -160,6 +160,7 @@ class Trainer:
     reference: Callable[[], Any] | None = None  # the frozen start of RL for the KL term (`ensure_reference`)
     abortable: bool = True  # Ctrl-C may drop the step in flight (no weight has moved since the last checkpoint)
     stop_requested: int = 0  # the signal that asked to stop after this step (0: none)
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time by phase, this process (`timed`)
 
     @property
     def pad_id(self) -> int:
@@ -188,6 +189,15 @@ class Trainer:
 
     def status(self, text: str) -> None:
         self.logger.status(f"step {self.state.step + 1}: {text}")
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        """Add the wall time of the block to `seconds[phase]` (summary.json's `time`: where a run's time went)."""
+        began = self.budget.clock()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + self.budget.clock() - began
 
     @contextmanager
     def updating(self) -> Iterator[None]:
@@ -264,11 +274,12 @@ def validate(t: Trainer, label: str, *, test: bool = False, limit: int | None = 
     t.logger.status(f"{'test' if on_test else 'validation'} ({label}, {split} split)")
     was_training = t.model.training
     began = t.budget.clock()
-    report = harness.evaluate(  # through the module, so a test's replacement is seen wherever imported
-        t.model, t.tokenizer, t.test_sources if on_test else t.val_sources,
-        retriever=t.val_retrievers or None, limit=limit, protocol_cfg=cfg.protocol, rollout_cfg=cfg.rollout,
-        batch_size=cfg.val.batch_size, seed=cfg.val.sample_seed, progress=False,
-    )
+    with t.timed("evaluations"):
+        report = harness.evaluate(  # through the module, so a test's replacement is seen wherever imported
+            t.model, t.tokenizer, t.test_sources if on_test else t.val_sources,
+            retriever=t.val_retrievers or None, limit=limit, protocol_cfg=cfg.protocol, rollout_cfg=cfg.rollout,
+            batch_size=cfg.val.batch_size, seed=cfg.val.sample_seed, progress=False,
+        )
     seconds = t.budget.clock() - began
     if was_training:
         t.model.train()
@@ -337,13 +348,15 @@ def write_samples(t: Trainer, step: int, trajectories: list[Trajectory]) -> None
 def save(t: Trainer, *, best: bool) -> None:
     """A checkpoint of the live state (and `checkpoints/best` when `best`)."""
     t.state.monitor = t.monitor.state_dict()
-    save_checkpoint(
-        t.run_dir, t.state.step, model=t.model, optimizer=t.optimizer, scheduler=None,
-        trainer_state=t.state.to_dict(t.sampler.cursor(t.state.step + 1)), keep_last=t.cfg.checkpoint.keep_last,
-        protect=(0,),  # the start of RL: the KL reference and the baseline of every comparison
-    )
-    if best and t.cfg.checkpoint.keep_best and t.state.best_score is not None:
-        mark_best(t.run_dir, t.state.step, t.state.best_score)
+    with t.timed("checkpoints"):
+        save_checkpoint(
+            t.run_dir, t.state.step, model=t.model, optimizer=t.optimizer, scheduler=None,
+            trainer_state=t.state.to_dict(t.sampler.cursor(t.state.step + 1)),
+            keep_last=t.cfg.checkpoint.keep_last,
+            protect=(0,),  # the start of RL: the KL reference and the baseline of every comparison
+        )
+        if best and t.cfg.checkpoint.keep_best and t.state.best_score is not None:
+            mark_best(t.run_dir, t.state.step, t.state.best_score)
 
 
 def rollback(t: Trainer, which: str, lr_factor: float, why: str) -> None:
