@@ -10,9 +10,8 @@ One process builds the demo's trainer (`configs/demo.yaml`: its data, model and 
 2 oracle trajectories), then runs, per side and round, the greedy evaluation of the 200 dev questions and one
 rollout batch (the demo's first: 8 questions x 8 samples, the same sampling seed), alternating which side goes
 first by round. The "transformers" side leaves the model on transformers' own SDPA path (`hf._grouped_attention`
-made a no-op). Both sides do the
-same work: the same weights, questions and seeds; the table checks that they answer the same and sample the same
-tokens.
+made a no-op). Both sides do the same work: the same weights, questions and seeds; the table checks that they
+score the same on every question (per-question EM) and sample the same tokens.
 
 Reported, with the CPU model, thread count and load: per side the evaluation's and the rollout's seconds, and the
 seconds inside prefill forwards (median [min, max] over rounds); per round the grouped side's time over
@@ -141,7 +140,7 @@ def main() -> int:
     print("grouped / transformers per round: " + ", ".join(f"{key[:-2]} {fmt(v)}x" for key, v in ratios.items()))
     print("attention calls on the grouped path per run: " + ", ".join(
         f"{name} {sorted({row['grouped_calls'] for row in by_side[name]})}" for name in SIDES))
-    print(f"same dev answers on both sides in every round: {same_answers} (dev EM "
+    print(f"same per-question dev EM on both sides in every round: {same_answers} (dev EM "
           f"{sorted({row['dev_em'] for row in rows})}); rollout trajectories differing from the first run's: at most "
           f"{differing} of {len(base['response_ids'])}; response tokens {tokens}")
     if args.json:
