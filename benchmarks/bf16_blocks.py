@@ -1,0 +1,75 @@
+"""bf16 products in the decoder blocks only, on oneDNN-packed weights: a lever measured here, not offered by searchrl.
+
+`searchrl.rollout.hf._PackedLinears` packs a model's float32 `nn.Linear` weights for oneDNN while a CPU session
+generates. Inside `bf16_block_products()` it packs the decoder blocks' weights in bf16 instead (x and W rounded to
+bf16, float32 accumulation, the product rounded to bf16 and returned in float32) and keeps the output head in
+float32, as do the norms, attention, the residual stream and the KV cache. What `rollout.bf16=true` does on a CPU
+is different: the whole forward under bf16 autocast, the logits themselves bf16, a bf16 KV cache.
+
+Why it was measured: with native bf16 (avx512_bf16, AMX) the blocks' products take about half the float32 time,
+and logits rounded to bf16 (spacing 0.06-0.25 at their magnitudes) were the suspected cause of bf16 sampling's
+change in behaviour; this variant keeps them float32. Used by check_rollout_precision.py and
+check_eval_precision.py (`--bf16 blocks`); tests/test_bench_bf16_blocks.py checks it against plain bf16 products.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+
+from searchrl.models import body_and_head
+from searchrl.rollout import hf
+
+
+def _linear(packed: torch.Tensor, bias: torch.Tensor | None):
+    """y = x W^T + b on a packed weight, computed in the weight's precision and returned in x's."""
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        y = torch.ops.mkldnn._linear_pointwise(x.to(packed.dtype).contiguous(), packed, bias, "none", [], "")
+        return y.to(x.dtype)
+
+    return forward
+
+
+def _pack_blocks_bf16(self: hf._PackedLinears) -> list[tuple[torch.nn.Linear, torch.Tensor, torch.Tensor | None]]:
+    head = body_and_head(self.model)[1]
+    packed = []
+    for module in self.model.modules():
+        if type(module) is not torch.nn.Linear or module.weight.dtype != torch.float32:
+            continue
+        dtype = torch.float32 if module is head else torch.bfloat16
+        weight = module.weight.detach().to(dtype)
+        bias = module.bias.detach().to(dtype) if module.bias is not None else None
+        packed.append((module, torch.ops.mkldnn._reorder_linear_weight(weight, None), bias))
+    return packed
+
+
+@contextmanager
+def bf16_block_products() -> Iterator[None]:
+    """While open, sessions of an `HFBackend` with `pack_weights` (float32, on a CPU) compute the decoder blocks'
+    products in bf16 on bf16-packed weights; the output head stays float32. A session opened inside must also
+    generate inside (its packs are of this kind)."""
+    original_active = hf._PackedLinears.active
+
+    @contextmanager
+    def active(self: hf._PackedLinears) -> Iterator[None]:
+        if self.packed is None:
+            with torch.inference_mode():
+                self.packed = _pack_blocks_bf16(self)
+        patched = []
+        try:
+            for module, weight, bias in self.packed:
+                module.forward = _linear(weight, bias)
+                patched.append(module)
+            yield
+        finally:
+            for module in patched:
+                del module.forward
+
+    hf._PackedLinears.active = active
+    try:
+        yield
+    finally:
+        hf._PackedLinears.active = original_active
