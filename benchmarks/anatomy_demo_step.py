@@ -139,9 +139,8 @@ def main() -> int:
     from searchrl.rollout import engine as engine_module
     from searchrl.rollout import hf
     from searchrl.training import forward as forward_module
+    from demo_trainer import demo_trainer
     from searchrl.training import loop
-    from searchrl.training import run as run_module
-    from searchrl.training.config import load_config
 
     phases = Phases()
     hf.HFSession._prefill_left_aligned = phases.inside("rollout prefill", hf.HFSession._prefill_left_aligned)
@@ -152,15 +151,7 @@ def main() -> int:
     rl_step = loop.rl_step
 
     with tempfile.TemporaryDirectory() as tmp:
-        overrides = [f"run.dir={tmp}/run", "log.console=false", *args.overrides]
-        if args.model:
-            overrides += [f"model.name={args.model}", "train.warm_start=null"]
-        cfg = load_config("demo", overrides)
-        t = loop.build(cfg, Path(tmp) / "run", console=False)
-        t.status = lambda *a, **k: None
-        (Path(tmp) / "run").mkdir()
-        if cfg.train.warm_start == "sft":
-            t.state.warm_start = run_module._warm_start_sft(t)
+        cfg, t = demo_trainer(tmp, args.overrides, model=args.model)
         for module in t.model.modules():
             if isinstance(module, torch.nn.Linear):
                 module.register_forward_hook(phases.count_linear)

@@ -79,17 +79,12 @@ def worker(side: str, steps: int, threads: int) -> dict:
     import torch
 
     torch.set_num_threads(threads)
+    from demo_trainer import demo_trainer
     from searchrl.training import loop
-    from searchrl.training import run as run_module
-    from searchrl.training.config import load_config
     from searchrl.training.state import validate
 
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = load_config("demo", [f"run.dir={tmp}/run", "log.console=false"])
-        t = loop.build(cfg, Path(tmp) / "run", console=False)
-        t.status = lambda *a, **k: None
-        (Path(tmp) / "run").mkdir()
-        t.state.warm_start = run_module._warm_start_sft(t)
+        cfg, t = demo_trainer(tmp)
         mark = time.perf_counter()
         report = validate(t, "bench")
         eval_s = time.perf_counter() - mark

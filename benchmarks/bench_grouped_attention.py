@@ -54,9 +54,7 @@ def main() -> int:
     from transformers import AttentionInterface
 
     from searchrl.rollout import hf
-    from searchrl.training import loop
-    from searchrl.training import run as run_module
-    from searchrl.training.config import load_config
+    from demo_trainer import demo_trainer
     from searchrl.training.state import step_seed, validate
 
     hf._register_grouped_sdpa()
@@ -90,11 +88,7 @@ def main() -> int:
 
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = load_config("demo", [f"run.dir={tmp}/run", "log.console=false", f"val.max_questions={args.questions}"])
-        t = loop.build(cfg, Path(tmp) / "run", console=False)
-        t.status = lambda *a, **k: None
-        (Path(tmp) / "run").mkdir()
-        t.state.warm_start = run_module._warm_start_sft(t)
+        cfg, t = demo_trainer(tmp, [f"val.max_questions={args.questions}"])
         questions = t.sampler.batch(0)
         for r in range(args.rounds):
             for name in (SIDES if r % 2 == 0 else SIDES[::-1]):

@@ -23,6 +23,16 @@ from searchrl.models import body_and_head
 from searchrl.rollout import hf
 
 
+def supported() -> bool:
+    """Whether this CPU (as torch dispatches on it) packs bf16 weights for oneDNN: it needs avx512bw/vl/dq or
+    avx_ne_convert, which an AVX2-only CPU (or `ONEDNN_MAX_CPU_ISA=AVX2`) lacks."""
+    try:
+        torch.ops.mkldnn._reorder_linear_weight(torch.zeros(16, 16, dtype=torch.bfloat16), None)
+    except (RuntimeError, AttributeError):
+        return False
+    return True
+
+
 def _linear(packed: torch.Tensor, bias: torch.Tensor | None):
     """y = x W^T + b on a packed weight, computed in the weight's precision and returned in x's."""
 
@@ -50,7 +60,10 @@ def _pack_blocks_bf16(self: hf._PackedLinears) -> list[tuple[torch.nn.Linear, to
 def bf16_block_products() -> Iterator[None]:
     """While open, sessions of an `HFBackend` with `pack_weights` (float32, on a CPU) compute the decoder blocks'
     products in bf16 on bf16-packed weights; the output head stays float32. A session opened inside must also
-    generate inside (its packs are of this kind)."""
+    generate inside (its packs are of this kind). Raises where this CPU cannot pack bf16 weights (`supported`)."""
+    if not supported():
+        raise RuntimeError("bf16_blocks: this CPU cannot pack bf16 weights for oneDNN (it needs avx512bw, avx512vl "
+                           "and avx512dq, or avx_ne_convert); the bf16 variant does not exist here")
     original_active = hf._PackedLinears.active
 
     @contextmanager

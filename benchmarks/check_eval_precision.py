@@ -50,23 +50,13 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     info = host(args.threads)
     from bf16_blocks import bf16_block_products
-    from searchrl.training import loop
-    from searchrl.training import run as run_module
-    from searchrl.training.config import load_config
+    from demo_trainer import demo_trainer
     from searchrl.training.state import validate
 
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        overrides = [f"run.dir={tmp}/run", "log.console=false", f"val.max_questions={args.questions or 'null'}",
-                     f"val.test_max_questions={args.questions or 'null'}"]
-        if args.model:
-            overrides += [f"model.name={args.model}", "train.warm_start=null"]
-        cfg = load_config("demo", overrides)
-        t = loop.build(cfg, Path(tmp) / "run", console=False)
-        t.status = lambda *a, **k: None
-        (Path(tmp) / "run").mkdir()
-        if not args.model:
-            t.state.warm_start = run_module._warm_start_sft(t)
+        _, t = demo_trainer(tmp, [f"val.max_questions={args.questions or 'null'}",
+                                  f"val.test_max_questions={args.questions or 'null'}"], model=args.model)
         for r in range(args.rounds):
             for name in (SIDES if r % 2 == 0 else SIDES[::-1]):
                 with bf16_block_products() if name == "bf16" else nullcontext():

@@ -16,7 +16,7 @@ from searchrl.models import body_and_head, build_tiny_random_model, load_policy
 from searchrl.rollout import HFBackend, SamplingParams
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bf16_blocks import bf16_block_products  # noqa: E402
+from bf16_blocks import bf16_block_products, supported  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
@@ -47,6 +47,10 @@ def test_bf16_blocks_round_the_blocks_products_only(tiny):
     model, tok = tiny
     if not HFBackend(model, tok).pack_weights:
         pytest.skip("this torch build has no oneDNN")
+    if not supported():  # an AVX2-only CPU, or AVX2 dispatch: no bf16 packing, and the helper says so
+        with pytest.raises(RuntimeError, match="cannot pack bf16 weights"), bf16_block_products():
+            pass
+        pytest.skip("this CPU cannot pack bf16 weights for oneDNN (no avx512bw/vl/dq or avx_ne_convert)")
     with bf16_block_products():
         session = HFBackend(model, tok).open_session(_prompts(tok), SamplingParams(greedy=True))
         session.generate([0], [2], [])
