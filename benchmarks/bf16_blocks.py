@@ -34,7 +34,9 @@ def supported() -> bool:
 
 
 def _linear(packed: torch.Tensor, bias: torch.Tensor | None):
-    """y = x W^T + b on a packed weight, computed in the weight's precision and returned in x's."""
+    """`hf._onednn_linear` in the packed weight's precision: y = x W^T + b with x (and b) rounded to it, returned
+    in x's dtype (a float32 pack computes exactly as the library's)."""
+    bias = bias.to(packed.dtype) if bias is not None else None
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         y = torch.ops.mkldnn._linear_pointwise(x.to(packed.dtype).contiguous(), packed, bias, "none", [], "")
@@ -43,16 +45,15 @@ def _linear(packed: torch.Tensor, bias: torch.Tensor | None):
     return forward
 
 
-def _pack_blocks_bf16(self: hf._PackedLinears) -> list[tuple[torch.nn.Linear, torch.Tensor, torch.Tensor | None]]:
+def _pack_blocks_bf16(self: hf._PackedLinears) -> list[tuple[torch.nn.Linear, torch.Tensor]]:
+    """`hf._PackedLinears._pack` with the blocks' weights in bf16 and the output head's in float32."""
     head = body_and_head(self.model)[1]
     packed = []
     for module in self.model.modules():
         if type(module) is not torch.nn.Linear or module.weight.dtype != torch.float32:
             continue
-        dtype = torch.float32 if module is head else torch.bfloat16
-        weight = module.weight.detach().to(dtype)
-        bias = module.bias.detach().to(dtype) if module.bias is not None else None
-        packed.append((module, torch.ops.mkldnn._reorder_linear_weight(weight, None), bias))
+        weight = module.weight.detach().to(torch.float32 if module is head else torch.bfloat16)
+        packed.append((module, torch.ops.mkldnn._reorder_linear_weight(weight, None)))
     return packed
 
 
@@ -64,25 +65,10 @@ def bf16_block_products() -> Iterator[None]:
     if not supported():
         raise RuntimeError("bf16_blocks: this CPU cannot pack bf16 weights for oneDNN (it needs avx512bw, avx512vl "
                            "and avx512dq, or avx_ne_convert); the bf16 variant does not exist here")
-    original_active = hf._PackedLinears.active
-
-    @contextmanager
-    def active(self: hf._PackedLinears) -> Iterator[None]:
-        if self.packed is None:
-            with torch.inference_mode():
-                self.packed = _pack_blocks_bf16(self)
-        patched = []
-        try:
-            for module, weight, bias in self.packed:
-                module.forward = _linear(weight, bias)
-                patched.append(module)
-            yield
-        finally:
-            for module in patched:
-                del module.forward
-
-    hf._PackedLinears.active = active
+    # The library's own `active()` swaps the packs in and out; only what it packs and how a pack computes change.
+    originals = hf._PackedLinears._pack, hf._onednn_linear
+    hf._PackedLinears._pack, hf._onednn_linear = _pack_blocks_bf16, _linear
     try:
         yield
     finally:
-        hf._PackedLinears.active = original_active
+        hf._PackedLinears._pack, hf._onednn_linear = originals

@@ -10,7 +10,8 @@ side goes first.
 
 Reported, with the CPU model, thread count and load: per side EM and seconds (median [min, max] over rounds), the
 per-round ratio of the times, the questions whose EM differs between the sides (right to wrong, wrong to right)
-with the paired EM difference and its 95% t interval over questions, and whether each side answers the same in
+with the paired EM difference and its 95% interval over questions (normal approximation, mean ± 1.96 standard
+errors), and whether each side answers the same in
 every round (greedy decoding is deterministic on one machine).
 
     .venv/bin/python benchmarks/check_eval_precision.py --model RUN/final_model --json OUT.json

@@ -10,20 +10,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_rollout_hf import _full_logprobs, _prompts, _run_session
+from test_rollout_hf import _full_logprobs, _prompts, _run_session, tiny, tiny_path  # noqa: F401 (fixtures)
 
-from searchrl.models import body_and_head, build_tiny_random_model, load_policy
+from searchrl.models import body_and_head
 from searchrl.rollout import HFBackend, SamplingParams
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bf16_blocks import bf16_block_products, supported  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return load_policy(build_tiny_random_model(tmp_path_factory.mktemp("tiny") / "m", initializer_range=0.5, seed=3))
 
 
 @contextmanager
@@ -55,7 +50,7 @@ def test_bf16_blocks_round_the_blocks_products_only(tiny):
         session = HFBackend(model, tok).open_session(_prompts(tok), SamplingParams(greedy=True))
         session.generate([0], [2], [])
         assert session.cached[0].dtype == torch.float32  # the KV cache stays float32
-        packs = {module: weight.dtype for module, weight, _ in session.packed.packed}
+        packs = {module: weight.dtype for module, weight in session.packed.packed}
         session.close()
         head = model.get_output_embeddings()
         assert packs[head] == torch.float32
