@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from searchrl.analysis.seeds import paired_differences, summarise_seeds
-from searchrl.evaluation.bootstrap import bootstrap_ci
+from searchrl.evaluation.bootstrap import paired_gain
 from searchrl.fileio import atomic_write_json
 
 NEEDED = ("summary.json", "metrics.jsonl", "evals.json")
@@ -61,21 +61,20 @@ def read_run(folder: Path) -> dict:
 
 
 def compare(a: list[dict], b: list[dict], labels: tuple[str, str]) -> dict:
-    pairs = []
+    pairs, differences = [], []
     for ra, rb in zip(a, b):
-        common = sorted(set(ra["final_em"]) & set(rb["final_em"]))
-        diffs = [ra["final_em"][q] - rb["final_em"][q] for q in common]
-        low, high = bootstrap_ci(diffs, n_resamples=2000, seed=0)
+        name = ra["dataset"]  # final EM of A minus B, paired over the questions both scored (as a gain is)
+        gain = paired_gain({"per_question_em": {name: rb["final_em"]}}, {"per_question_em": {name: ra["final_em"]}},
+                           seed=0)[name]
         pairs.append({"steps": [ra["rl_steps"], rb["rl_steps"]], "steps_ratio": ra["rl_steps"] / rb["rl_steps"],
-                      "final_em_difference": {"mean": sum(diffs) / len(diffs), "ci_low": low, "ci_high": high,
-                                              "n": len(diffs)}})
+                      "final_em_difference": {"mean": gain["em_gain"], "ci_low": gain["ci_low"],
+                                              "ci_high": gain["ci_high"], "n": gain["n"]}})
+        differences.append({q: ra["final_em"][q] - rb["final_em"][q] for q in set(ra["final_em"]) & set(rb["final_em"])})
     steps_a, steps_b = sum(r["rl_steps"] for r in a), sum(r["rl_steps"] for r in b)
     return {
         "labels": list(labels), "pairs": pairs, "rl_steps": [steps_a, steps_b], "rl_steps_ratio": steps_a / steps_b,
         "gain_over_seeds": {lab: summarise_seeds([r["d"] for r in runs]) for lab, runs in zip(labels, (a, b))},
-        "final_em_difference_over_seeds": summarise_seeds(
-            [{q: ra["final_em"][q] - rb["final_em"][q] for q in set(ra["final_em"]) & set(rb["final_em"])}
-             for ra, rb in zip(a, b)]),
+        "final_em_difference_over_seeds": summarise_seeds(differences),
     }
 
 
