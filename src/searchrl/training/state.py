@@ -135,6 +135,13 @@ class TrainerState:
 
 
 @dataclass
+class Lap:
+    """The wall time of one `Trainer.timed` block, set when the block ends."""
+
+    seconds: float = 0.0
+
+
+@dataclass
 class Trainer:
     """The live objects of a run and its state (`loop.build` makes one per run or resume)."""
 
@@ -191,13 +198,16 @@ class Trainer:
         self.logger.status(f"step {self.state.step + 1}: {text}")
 
     @contextmanager
-    def timed(self, phase: str) -> Iterator[None]:
-        """Add the wall time of the block to `seconds[phase]` (summary.json's `time`: where a run's time went)."""
+    def timed(self, phase: str) -> Iterator[Lap]:
+        """Add the wall time of the block to `seconds[phase]` (summary.json's `time`: where a run's time went); the
+        yielded `Lap` holds that same reading once the block ends, for a caller that reports it too."""
+        lap = Lap()
         began = self.budget.clock()
         try:
-            yield
+            yield lap
         finally:
-            self.seconds[phase] = self.seconds.get(phase, 0.0) + self.budget.clock() - began
+            lap.seconds = self.budget.clock() - began
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + lap.seconds
 
     @contextmanager
     def updating(self) -> Iterator[None]:
@@ -273,14 +283,13 @@ def validate(t: Trainer, label: str, *, test: bool = False, limit: int | None = 
         limit = cfg.val.test_max_questions if on_test else cfg.val.max_questions
     t.logger.status(f"{'test' if on_test else 'validation'} ({label}, {split} split)")
     was_training = t.model.training
-    began = t.budget.clock()
-    with t.timed("evaluations"):
+    with t.timed("evaluations") as lap:
         report = harness.evaluate(  # through the module, so a test's replacement is seen wherever imported
             t.model, t.tokenizer, t.test_sources if on_test else t.val_sources,
             retriever=t.val_retrievers or None, limit=limit, protocol_cfg=cfg.protocol, rollout_cfg=cfg.rollout,
             batch_size=cfg.val.batch_size, seed=cfg.val.sample_seed, progress=False,
         )
-    seconds = t.budget.clock() - began
+    seconds = lap.seconds
     if was_training:
         t.model.train()
     datasets: dict[str, dict[str, Any]] = {
