@@ -5,11 +5,18 @@ nothing is a broken page for the reader."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6} +(.+?) *#*$", re.MULTILINE)
+CODE_BLOCK = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+
+
+def prose(page: Path) -> str:
+    """The page without its fenced code blocks (a `# comment` or `[x](y)` in code is neither heading nor link)."""
+    return CODE_BLOCK.sub("", page.read_text(encoding="utf-8"))
 
 
 def anchor_of(heading: str) -> str:
@@ -21,24 +28,23 @@ def anchor_of(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def anchors(page: Path) -> set[str]:
+@lru_cache(maxsize=None)  # a page is linked into many times
+def anchors(page: Path) -> frozenset[str]:
     found: set[str] = set()
     seen: dict[str, int] = {}
-    body = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
-    for heading in HEADING.findall(body):
+    for heading in HEADING.findall(prose(page)):
         slug = anchor_of(heading)
         n = seen.get(slug, 0)
         found.add(slug if n == 0 else f"{slug}-{n}")  # GitHub numbers repeated headings
         seen[slug] = n + 1
-    return found
+    return frozenset(found)
 
 
 def broken_links(pages: list[Path], root: Path = REPO) -> list[str]:
     """`page: target (why)` for each relative link that does not resolve."""
     out = []
     for page in pages:
-        body = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
-        for target in LINK.findall(body):
+        for target in LINK.findall(prose(page)):
             if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
                 continue
             path, _, anchor = target.partition("#")
