@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 # The CPU flags that decide which kernels run: AVX2 vs AVX-512, native bf16, AMX tiles.
 KERNEL_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
+# Variables that cap the instruction set torch, oneDNN and MKL dispatch to (e.g. AVX2 kernels on an AVX-512 CPU).
+KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
 
 
 def cpu_model() -> str:
@@ -42,11 +44,14 @@ def host(threads: int | None = None) -> dict[str, object]:
 
     return {"cpu": cpu_model(), "flags": cpu_flags(), "cores": os.cpu_count(),
             "threads": threads if threads is not None else torch.get_num_threads(), "load_at_start": load(),
-            "torch": torch.__version__, "python": platform.python_version()}
+            "torch": torch.__version__, "python": platform.python_version(),
+            "kernel_caps": {name: os.environ[name] for name in KERNEL_VARIABLES if os.environ.get(name)}}
 
 
 def host_line(info: dict[str, object]) -> str:
-    return (f"CPU {info['cpu']} ({', '.join(info['flags']) or 'no AVX2'}), {info['cores']} cores, "
+    caps = info.get("kernel_caps") or {}
+    capped = f", kernels capped by {' '.join(f'{k}={v}' for k, v in caps.items())}" if caps else ""
+    return (f"CPU {info['cpu']} ({', '.join(info['flags']) or 'no AVX2'}){capped}, {info['cores']} cores, "
             f"{info['threads']} torch thread(s), load {info['load_at_start']:.2f} at the start, torch {info['torch']}")
 
 
