@@ -149,3 +149,24 @@ def test_sigterm_saves_a_checkpoint_says_so_and_exits_non_zero(tiny_model, tmp_p
     _, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err
     assert [r["step"] for r in read_jsonl(run / "metrics.jsonl")] == list(range(1, len(rows) + 2))
+
+
+def test_a_run_whose_evaluations_took_its_budget_says_what_trades_them_for_rl_steps():
+    """After a time-budgeted run that stopped early with evaluations over a third of its time, the summary names the
+    settings that give RL more of the budget (the demo on the slowest CPU: about half); otherwise it says nothing."""
+    from searchrl.training.run import evaluation_share_hint
+
+    demo = load_config("demo")
+    slow = {"stopped_early": True, "steps": 10, "time": {"total_s": 913.2, "evaluations_s": 472.3}}
+    hint = evaluation_share_hint(demo, slow)
+    assert hint is not None
+    assert hint.startswith("Evaluations took 52% of this run's time, and the time budget ended RL after 10 of 40 steps.")
+    assert "val.max_questions=100; now 200" in hint and "val.untrained=false" in hint
+    assert "val.test_max_questions" in hint and "wider interval" in hint
+    # Already small validation, no untrained evaluation: only the test sample is left to trade.
+    lean = load_config("demo", ["val.max_questions=100", "val.untrained=false"])
+    assert evaluation_share_hint(lean, slow).split(". ", 1)[1] == (
+        "On this machine, fewer test questions (val.test_max_questions) would leave more of the budget to RL, at the "
+        "cost of a wider interval on the reported gain.")
+    assert evaluation_share_hint(demo, {**slow, "stopped_early": False}) is None  # every step ran
+    assert evaluation_share_hint(demo, {**slow, "time": {"total_s": 900.0, "evaluations_s": 290.0}}) is None

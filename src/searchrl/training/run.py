@@ -551,4 +551,28 @@ def print_summary(t: Trainer, summary: dict[str, Any]) -> None:
         t.logger.announce("Where the time went: " + ", ".join(
             f"{key[:-2].replace('_', ' ')} {value:.0f} s ({value / spent['total_s']:.0%})"
             for key, value in spent.items() if key != "total_s" and value > 0))
+    hint = evaluation_share_hint(t.cfg, summary)
+    if hint:
+        t.logger.announce(f"[yellow]{hint}[/yellow]")
     t.logger.announce(f"Run folder: {t.run_dir} ({summary['seconds'] / 60:.1f} min)")
+
+
+def evaluation_share_hint(cfg: Config, summary: dict[str, Any]) -> str | None:
+    """When the time budget ended RL early and evaluations took over a third of the run, what trades them for RL
+    steps on this machine (None otherwise). Why: on a slow CPU the demo's evaluations, not its RL steps, are most of
+    its budget (docs/benchmarks.md, "The floor of the demo's evaluations")."""
+    spent = summary.get("time") or {}
+    total, evaluations = spent.get("total_s", 0.0), spent.get("evaluations_s", 0.0)
+    if not (summary.get("stopped_early") and total > 0 and evaluations > total / 3):
+        return None
+    options = []
+    if cfg.val.max_questions is None or cfg.val.max_questions > 100:
+        options.append(f"a smaller validation sample (val.max_questions=100; now {cfg.val.max_questions or 'all'})")
+    if cfg.val.untrained and cfg.train.warm_start is not None:
+        options.append("no untrained evaluation (val.untrained=false)")
+    test = "fewer test questions (val.test_max_questions)"
+    trade = (f"{' or '.join(options)} leaves more of the budget to RL; {test} would too" if options
+             else f"{test} would leave more of the budget to RL")
+    return (f"Evaluations took {evaluations / total:.0%} of this run's time, and the time budget ended RL after "
+            f"{summary.get('steps', 0)} of {cfg.train.steps} steps. On this machine, {trade}, at the cost of a wider "
+            "interval on the reported gain.")
