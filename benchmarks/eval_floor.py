@@ -94,16 +94,16 @@ LINEAR_OPS = ("mkldnn::_linear_pointwise", "aten::addmm", "aten::mm", "aten::lin
 ATTENTION_OPS = ("aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_scaled_dot_product_attention_math")
 
 
-def profile_evaluation(harness, backend, tokenizer, sources, limit, cfg) -> dict:
+def profile_evaluation(harness, backend, tokenizer, sources, retrievers, limit, cfg) -> dict:
     """One evaluation under torch's profiler: its CPU time by kind of op (self time of the top-level kernels), and
     the Linear products' rate from the FLOPs of the shapes they ran on."""
     from torch.profiler import ProfilerActivity, profile
 
     start = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-        report = harness.evaluate(backend, tokenizer, sources, limit=limit, protocol_cfg=cfg.protocol,
-                                  rollout_cfg=cfg.rollout, batch_size=cfg.val.batch_size, seed=cfg.val.sample_seed,
-                                  progress=False)
+        report = harness.evaluate(backend, tokenizer, sources, retriever=retrievers, limit=limit,
+                                  protocol_cfg=cfg.protocol, rollout_cfg=cfg.rollout, batch_size=cfg.val.batch_size,
+                                  seed=cfg.val.sample_seed, progress=False)
     seconds = time.perf_counter() - start
     by_op: dict[str, float] = {}
     linear_flops = 0.0
@@ -132,12 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", default=None, help="also write the figures here")
     parser.add_argument("--profile", action="store_true",
-                        help="also profile one more evaluation (the final model, validation split): where its time goes")
+                        help="also profile one more evaluation (the final model on the validation split)")
     parser.add_argument("--limit", type=int, default=None,
                         help="at most this many questions per evaluation: a quick look, not the run's evaluations")
     args = parser.parse_args(argv)
     run = Path(args.run)
-    missing = [name for name in ("config.yaml", "start_model", "final_model", "summary.json") if not (run / name).exists()]
+    needed = ("config.yaml", "start_model", "final_model", "summary.json")
+    missing = [name for name in needed if not (run / name).exists()]
     if missing:
         print(f"{run}: not a finished run folder with its exported models (missing: {', '.join(missing)}); pass the "
               "folder of a `searchrl train` run that ended with checkpoint.export_final=true", file=sys.stderr)
@@ -151,19 +152,29 @@ def main(argv: list[str] | None = None) -> int:
     from searchrl import models
     from searchrl.evaluation import harness
     from searchrl.rollout import hf
+    from searchrl.data.loaders import load_source
+    from searchrl.errors import SearchRLError
     from searchrl.training.config import load_config
-    from searchrl.training.state import test_sources, validation_sources
+    from searchrl.training.state import build_retriever, test_sources, validation_sources
 
-    cfg = load_config(run / "config.yaml")
-    summary = json.loads((run / "summary.json").read_text())
+    try:
+        cfg = load_config(run / "config.yaml")
+        summary = json.loads((run / "summary.json").read_text())
+        if test_sources(cfg) is None:
+            raise SearchRLError("its config has no test split (data.test_split is null); this script follows the "
+                                "demo's evaluations, which have one")
+        tests, vals = test_sources(cfg), validation_sources(cfg)
+        # The trainer's retrievers (`searchrl.training.loop.build`): the training source's, for every source that
+        # shares its corpus or when retrieval.index is set; the others search their own corpus.
+        train_source = load_source(cfg.data.train, split=cfg.data.train_split)
+        retriever = build_retriever(cfg, train_source)
+    except (SearchRLError, json.JSONDecodeError) as exc:
+        print(f"{run}: {exc}", file=sys.stderr)
+        return 2
+    retrievers = {s.name: retriever for s in (*vals, *tests)
+                  if cfg.retrieval.index or s.corpus_path == train_source.corpus_path}
     counter = Counter()
     hf.HFSession.generate = counter.wrap(hf.HFSession.generate)
-
-    if test_sources(cfg) is None:
-        print(f"{run}: its config has no test split (data.test_split is null); this script follows the demo's "
-              "evaluations, which have one", file=sys.stderr)
-        return 2
-    tests, vals = test_sources(cfg), validation_sources(cfg)
     plan = []  # (label, model, sources, question limit): the evaluations of `searchrl.training.run`, in its order
     if cfg.val.untrained and cfg.train.warm_start is not None:
         plan.append(("untrained", cfg.model.name, tests, cfg.val.untrained_max_questions))
@@ -190,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         backend = hf.HFBackend(model, tokenizer, max_batch_size=cfg.val.batch_size)
         counter.generated = 0
         start = time.perf_counter()
-        report = harness.evaluate(backend, tokenizer, sources, limit=limit,
+        report = harness.evaluate(backend, tokenizer, sources, retriever=retrievers or None, limit=limit,
                                   protocol_cfg=cfg.protocol, rollout_cfg=cfg.rollout, batch_size=cfg.val.batch_size,
                                   seed=cfg.val.sample_seed, progress=True)
         seconds = time.perf_counter() - start
@@ -217,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         model, tokenizer = loaded.get(name) or models.load_policy(name)
         model.eval()
         profile = profile_evaluation(harness, hf.HFBackend(model, tokenizer, max_batch_size=cfg.val.batch_size),
-                                     tokenizer, sources, limit, cfg)
+                                     tokenizer, sources, retrievers or None, limit, cfg)
         profile["linear_share_of_peak"] = profile["linear_gflops"] / body_rate
 
     budget_s = 60.0 * (cfg.train.time_budget_min or 0.0)
@@ -248,9 +259,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({
-            "host": info, "run": run.name, "config": cfg.run.name, "product_gflops": {"blocks_4096_rows": body_rate,
-            "head_256_rows": head_rate, "timings": rates}, "linear_params": {"blocks": body_params, "head": head_params},
-            "budget_s": budget_s, "run_evaluations_s": summary.get("time", {}).get("evaluations_s"),
+            "host": info, "run": run.name, "config": cfg.run.name,
+            "product_gflops": {"blocks_4096_rows": body_rate, "head_256_rows": head_rate, "timings": rates},
+            "linear_params": {"blocks": body_params, "head": head_params}, "budget_s": budget_s,
+            "run_evaluations_s": summary.get("time", {}).get("evaluations_s"),
             "evaluations": rows, "total": total, "profile": profile}, indent=2) + "\n")
     return 0
 

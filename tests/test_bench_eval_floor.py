@@ -67,3 +67,12 @@ def test_a_folder_without_the_runs_files_is_a_clear_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "missing: start_model, final_model, summary.json" in err
     assert "checkpoint.export_final=true" in err
+
+
+def test_a_config_that_does_not_load_is_a_clear_error(tiny_run, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    (run / "config.yaml").write_text("train:\n  stepz: 3\n")
+    assert main([str(run)]) == 2
+    err = capsys.readouterr().err
+    assert str(run) in err and "stepz" in err
