@@ -157,16 +157,23 @@ def test_a_run_whose_evaluations_took_its_budget_says_what_trades_them_for_rl_st
     from searchrl.training.run import evaluation_share_hint
 
     demo = load_config("demo")
-    slow = {"stopped_early": True, "steps": 10, "time": {"total_s": 913.2, "evaluations_s": 472.3}}
+    slow = {"stopped_early": True, "steps": 10, "time": {"total_s": 913.2, "evaluations_s": 472.3},
+            "val": {"split": "dev", "start": {"world": {"em": 0.23, "n": 200}}}}
     hint = evaluation_share_hint(demo, slow)
     assert hint is not None
     assert hint.startswith("Evaluations took 52% of this run's time, and the time budget ended RL after 10 of 40 steps.")
-    assert "val.max_questions=100; now 200" in hint and "val.untrained=false" in hint
+    assert "val.max_questions=100; 200 questions now" in hint and "val.untrained=false" in hint
     assert "val.test_max_questions" in hint and "wider interval" in hint
     # Already small validation, no untrained evaluation: only the test sample is left to trade.
     lean = load_config("demo", ["val.max_questions=100", "val.untrained=false"])
-    assert evaluation_share_hint(lean, slow).split(". ", 1)[1] == (
+    small = {**slow, "val": {"split": "dev", "start": {"world": {"em": 0.23, "n": 100}}}}
+    assert evaluation_share_hint(lean, small).split(". ", 1)[1] == (
         "On this machine, fewer test questions (val.test_max_questions) would leave more of the budget to RL, at the "
         "cost of a wider interval on the reported gain.")
+    # No test split: the validation split is the result; only what does not touch it is named.
+    no_test = load_config("demo", ["data.test_split=null"])
+    assert evaluation_share_hint(no_test, slow).split(". ", 1)[1] == (
+        "On this machine, no untrained evaluation (val.untrained=false) leaves more of the budget to RL.")
+    assert evaluation_share_hint(load_config("demo", ["data.test_split=null", "val.untrained=false"]), small) is None
     assert evaluation_share_hint(demo, {**slow, "stopped_early": False}) is None  # every step ran
     assert evaluation_share_hint(demo, {**slow, "time": {"total_s": 900.0, "evaluations_s": 290.0}}) is None

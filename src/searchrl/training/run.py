@@ -566,13 +566,20 @@ def evaluation_share_hint(cfg: Config, summary: dict[str, Any]) -> str | None:
     if not (summary.get("stopped_early") and total > 0 and evaluations > total / 3):
         return None
     options = []
-    if cfg.val.max_questions is None or cfg.val.max_questions > 100:
-        options.append(f"a smaller validation sample (val.max_questions=100; now {cfg.val.max_questions or 'all'})")
+    validated = sum(entry.get("n", 0) for entry in ((summary.get("val") or {}).get("start") or {}).values())
+    if validated > 100 and cfg.data.test_split is not None:  # without a test split validation is the result
+        options.append(f"a smaller validation sample (val.max_questions=100; {validated} questions now)")
     if cfg.val.untrained and cfg.train.warm_start is not None:
         options.append("no untrained evaluation (val.untrained=false)")
     test = "fewer test questions (val.test_max_questions)"
-    trade = (f"{' or '.join(options)} leaves more of the budget to RL; {test} would too" if options
-             else f"{test} would leave more of the budget to RL")
+    if options and cfg.data.test_split is not None:
+        trade = (f"{' or '.join(options)} leaves more of the budget to RL; {test} would too, at the cost of a wider "
+                 "interval on the reported gain")
+    elif options:
+        trade = f"{' or '.join(options)} leaves more of the budget to RL"
+    elif cfg.data.test_split is not None:
+        trade = f"{test} would leave more of the budget to RL, at the cost of a wider interval on the reported gain"
+    else:
+        return None
     return (f"Evaluations took {evaluations / total:.0%} of this run's time, and the time budget ended RL after "
-            f"{summary.get('steps', 0)} of {cfg.train.steps} steps. On this machine, {trade}, at the cost of a wider "
-            "interval on the reported gain.")
+            f"{summary.get('steps', 0)} of {cfg.train.steps} steps. On this machine, {trade}.")
