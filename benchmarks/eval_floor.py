@@ -5,7 +5,7 @@ of `harness.evaluate`, with the run's `config.yaml`): the untrained model on `va
 questions, `start_model/` on the test and validation splits, `final_model/` on both. For each it counts
 
 - the tokens the model encoded (prompts, observations, and one per decode step: `HFBackend.stats`, real tokens,
-  no padding) and the tokens it generated (each needs one row of the output head);
+  no padding) and the tokens it generated (the records' `sampled_tokens`; each needs one row of the output head);
 - their Linear FLOPs: 2 × (the Linear parameters of the blocks) per encoded token, plus 2 × (the output head's)
   per generated token: what any implementation computes to give the same greedy answers. Attention, the norms and
   the activations are left out, so the floor below is a lower bound;
@@ -73,23 +73,6 @@ def product_rate(shapes: dict[tuple[int, int], int], rows: int, repeats: int = 7
     return flops / best / 1e9
 
 
-class Counter:
-    """Generated tokens of every `HFSession.generate` call (wrapped)."""
-
-    def __init__(self) -> None:
-        self.generated = 0
-
-    def wrap(self, generate):
-        counter = self
-
-        def wrapped(session, *args, **kwargs):
-            generations = generate(session, *args, **kwargs)
-            counter.generated += sum(len(g.token_ids) for g in generations)
-            return generations
-
-        return wrapped
-
-
 LINEAR_OPS = ("mkldnn::_linear_pointwise", "aten::addmm", "aten::mm", "aten::linear")
 ATTENTION_OPS = ("aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_scaled_dot_product_attention_math")
 
@@ -155,26 +138,21 @@ def main(argv: list[str] | None = None) -> int:
     from searchrl.data.loaders import load_source
     from searchrl.errors import SearchRLError
     from searchrl.training.config import load_config
-    from searchrl.training.state import build_retriever, test_sources, validation_sources
+    from searchrl.training.state import build_retriever, evaluation_retrievers, test_sources, validation_sources
 
     try:
         cfg = load_config(run / "config.yaml")
         summary = json.loads((run / "summary.json").read_text())
-        if test_sources(cfg) is None:
+        tests, vals = test_sources(cfg), validation_sources(cfg)
+        if tests is None:
             raise SearchRLError("its config has no test split (data.test_split is null); this script follows the "
                                 "demo's evaluations, which have one")
-        tests, vals = test_sources(cfg), validation_sources(cfg)
-        # The trainer's retrievers (`searchrl.training.loop.build`): the training source's, for every source that
-        # shares its corpus or when retrieval.index is set; the others search their own corpus.
         train_source = load_source(cfg.data.train, split=cfg.data.train_split)
-        retriever = build_retriever(cfg, train_source)
+        # The trainer's retrievers (`searchrl.training.loop.build`).
+        retrievers = evaluation_retrievers(cfg, train_source, build_retriever(cfg, train_source), (*vals, *tests))
     except (SearchRLError, json.JSONDecodeError) as exc:
         print(f"{run}: {exc}", file=sys.stderr)
         return 2
-    retrievers = {s.name: retriever for s in (*vals, *tests)
-                  if cfg.retrieval.index or s.corpus_path == train_source.corpus_path}
-    counter = Counter()
-    hf.HFSession.generate = counter.wrap(hf.HFSession.generate)
     plan = []  # (label, model, sources, question limit): the evaluations of `searchrl.training.run`, in its order
     if cfg.val.untrained and cfg.train.warm_start is not None:
         plan.append(("untrained", cfg.model.name, tests, cfg.val.untrained_max_questions))
@@ -184,7 +162,10 @@ def main(argv: list[str] | None = None) -> int:
 
     loaded: dict[str, tuple] = {}
     shapes = head_shape = None
-    rates: list[tuple[float, float]] = []
+    rates: list[tuple[float, float]] = []  # (blocks, head), timed before and after the evaluations
+
+    def time_rates() -> None:
+        rates.append((product_rate(shapes, 4096), product_rate({head_shape: 1}, 256)))
     rows = []
     if args.limit is not None:
         plan = [(label, name, sources, min(limit or args.limit, args.limit)) for label, name, sources, limit in plan]
@@ -196,10 +177,9 @@ def main(argv: list[str] | None = None) -> int:
             loaded[name] = (model, tokenizer)
             if shapes is None:
                 shapes, head_shape = linear_shapes(model)
-                rates.append((product_rate(shapes, 4096), product_rate({head_shape: 1}, 256)))
+                time_rates()
         model, tokenizer = loaded[name]
         backend = hf.HFBackend(model, tokenizer, max_batch_size=cfg.val.batch_size)
-        counter.generated = 0
         start = time.perf_counter()
         report = harness.evaluate(backend, tokenizer, sources, retriever=retrievers or None, limit=limit,
                                   protocol_cfg=cfg.protocol, rollout_cfg=cfg.rollout, batch_size=cfg.val.batch_size,
@@ -210,9 +190,9 @@ def main(argv: list[str] | None = None) -> int:
                      "em": report.macro.get("em", float("nan")) if len(report.datasets) > 1
                      else next(iter(report.datasets.values()))["em"], "seconds": seconds,
                      "encoded_tokens": backend.stats["prefill_tokens"] + backend.stats["decode_tokens"],
-                     "generated_tokens": counter.generated})
+                     "generated_tokens": sum(record["sampled_tokens"] for record in report.records)})
     assert shapes is not None and head_shape is not None
-    rates.append((product_rate(shapes, 4096), product_rate({head_shape: 1}, 256)))
+    time_rates()
     body_rate, head_rate = max(r[0] for r in rates), max(r[1] for r in rates)
     body_params = sum(i * o * n for (i, o), n in shapes.items())
     head_params = head_shape[0] * head_shape[1]
@@ -225,8 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     profile = None
     if args.profile:
         label, name, sources, limit = plan[-1]
-        model, tokenizer = loaded.get(name) or models.load_policy(name)
-        model.eval()
+        model, tokenizer = loaded[name]  # the last evaluation's model: still loaded
         profile = profile_evaluation(harness, hf.HFBackend(model, tokenizer, max_batch_size=cfg.val.batch_size),
                                      tokenizer, sources, retrievers or None, limit, cfg)
         profile["linear_share_of_peak"] = profile["linear_gflops"] / body_rate

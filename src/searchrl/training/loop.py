@@ -67,6 +67,7 @@ from searchrl.training.state import (
     Trainer,
     build_retriever,
     ensure_reference,
+    evaluation_retrievers,
     final_eval_seconds,
     record_validation,
     rollback,
@@ -105,8 +106,7 @@ def build(cfg: Config, run_dir: Path, *, console: bool = True, clock: Callable[[
         sampler = CurriculumSampler(sampler, every_type, cfg.data.train_types_steps)
     val, test = validation_sources(cfg), test_sources(cfg)
     retriever = build_retriever(cfg, train_source)
-    val_retrievers = {s.name: retriever for s in (*val, *(test or ()))
-                      if cfg.retrieval.index or s.corpus_path == train_source.corpus_path}
+    val_retrievers = evaluation_retrievers(cfg, train_source, retriever, (*val, *(test or ())))
 
     # Policy: the configured model, or a warm-start folder (from `searchrl sft`), trained in fp32 (a LoRA run's
     # frozen base in model.dtype) on train.device.

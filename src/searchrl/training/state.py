@@ -14,7 +14,7 @@ import random
 import signal
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -259,6 +259,13 @@ def build_retriever(cfg: Config, source: DataSource) -> Retriever:
         )
     index = load_index(cached_bm25_index(source.corpus_path, show_progress=False))
     return CachedRetriever(index) if cfg.retrieval.cache else index
+
+
+def evaluation_retrievers(cfg: Config, train_source: DataSource, retriever: Retriever,
+                          sources: Sequence[DataSource]) -> dict[str, Retriever]:
+    """The training retriever for each evaluated source that searches the same passages (it shares the training
+    source's corpus, or `retrieval.index` is set); the harness gives the others BM25 over their own corpus."""
+    return {s.name: retriever for s in sources if cfg.retrieval.index or s.corpus_path == train_source.corpus_path}
 
 
 def dataset_names(source: DataSource) -> list[str]:
